@@ -1,0 +1,87 @@
+"""EFFATT: the efficient-attention linear head (Shen et al., WACV 2021), the global head of ELFATT.
+
+Op contract: ``export/schemas/EdgeAttnEfficientAttention.yaml`` (custom op
+``torch.ops.edgeattn.efficient_attention``).
+"""
+import torch
+import torch.nn as nn
+
+from ._common import check_map, check_same_shape, check_tokens, compute_dtype, downcast, require, upcast
+from .config import plugin_ops_enabled
+from .lepe import lepe
+
+
+def efficient_attention(q, k, v, *, num_heads, out=None):
+    """EFFATT linear attention per head: softmax_features(q) @ (softmax_tokens(k)^T @ v).
+
+    Shapes: q, k, v (B, N, C), C = num_heads * d, channel c -> head c // d; returns (B, N, C).
+    Equation: efficient attention (Shen et al., WACV 2021) E(Q, K, V) = rho_q(Q) (rho_k(K)^T V) with softmax
+    normalisation, rho_q over each token's d features, rho_k over the N tokens per feature (official code; digest
+    operators-elfatt-qtvit.md section 1.2); this is the global term of ELFATT Eq. 8/16 in its README-v2 normalised
+    form softmax(Q) softmax(K)^T V, no temperature. The implied N x N matrix q_hat k_hat^T is row-stochastic.
+    ``out`` (in the compute dtype): a (B, N, C) tensor or a channel slice of a larger buffer to write the result
+    into (ELFATT uses it to skip a concat); it is returned.
+    FP16 hazards: the token-axis max/sum over N (ulp 2 past 2048 in FP16, exp overflow past 11) and the N-term
+    context accumulation; all FP32 here (half inputs upcast), both softmaxes subtract their max.
+    """
+    check_tokens("q", q, num_heads)
+    check_same_shape("q", q, k=k, v=v)
+    b, n, c = q.shape
+    d = c // num_heads
+    require(out is None or (out.dtype == compute_dtype(q.dtype) and tuple(out.shape) == (b, n, c)),
+            "out must be a ({}, {}, {}) {} tensor", b, n, c, compute_dtype(q.dtype))
+    dtype = q.dtype
+    q, k, v = upcast(q, k, v)
+    # (B, N, h, d) views: both softmaxes run on them directly, the matmuls see (B, h, ., .) views
+    q_hat = torch.softmax(q.reshape(b, n, num_heads, d), dim=-1).transpose(1, 2)  # (B, h, N, d)
+    k_hat = torch.softmax(k.reshape(b, n, num_heads, d), dim=1).permute(0, 2, 3, 1)  # (B, h, d, N)
+    context = torch.matmul(k_hat, v.reshape(b, n, num_heads, d).transpose(1, 2))  # (B, h, d, d)
+    if out is not None:
+        torch.matmul(q_hat, context, out=out.view(b, n, num_heads, d).transpose(1, 2))
+        return out
+    return downcast(torch.matmul(q_hat, context).transpose(1, 2).reshape(b, n, c), dtype)
+
+
+@torch.library.custom_op("edgeattn::efficient_attention", mutates_args=())
+def efficient_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``torch.ops.edgeattn.efficient_attention``: EdgeAttnEfficientAttention v1."""
+    return efficient_attention(q, k, v, num_heads=num_heads)
+
+
+@efficient_attention_op.register_fake
+def _efficient_attention_fake(q, k, v, num_heads):
+    return torch.empty_like(q)
+
+
+def run_efficient_attention(q, k, v, *, num_heads):
+    """:func:`efficient_attention`, or the custom op while :func:`edgeattn.ops.config.use_plugin_ops` is on."""
+    if plugin_ops_enabled():
+        return torch.ops.edgeattn.efficient_attention(q, k, v, num_heads)
+    return efficient_attention(q, k, v, num_heads=num_heads)
+
+
+class EfficientAttention(nn.Module):
+    """EFFATT block core: qkv Linear -> EFFATT per head (+ full-map LePE) -> proj.
+
+    ``EfficientAttention(dim, num_heads, qkv_bias=True, lepe=True)``. This is ELFATT with c2 = 0
+    (CSWin-T24181-EFFATT). Weight names: ``qkv`` (Linear C -> 3C, [q | k | v]), ``get_v`` (3x3 depthwise conv
+    with bias on the full map), ``proj``. ``forward(x: (B, N, C), hw: (H, W)) -> (B, N, C)``.
+    """
+
+    def __init__(self, dim, num_heads, qkv_bias=True, lepe=True):
+        super().__init__()
+        require(dim % num_heads == 0, "dim={} is not divisible by num_heads={}", dim, num_heads)
+        self.dim = dim
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        self.get_v = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if lepe else None
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, hw):
+        height, width = hw
+        check_map(x.shape[1], height, width)
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        out = run_efficient_attention(q, k, v, num_heads=self.num_heads)
+        if self.get_v is not None:
+            out = out + lepe(v, height, width, self.get_v.weight, self.get_v.bias)
+        return self.proj(out)

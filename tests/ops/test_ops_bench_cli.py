@@ -1,0 +1,49 @@
+"""``edgeattn ops-bench`` through click's CliRunner (the ``invoke`` fixture of tests/conftest.py)."""
+import json
+import os
+
+import pytest
+
+
+def test_help_lists_the_options(invoke):
+    result = invoke(["ops-bench", "--help"], expect=0)
+    for option in ("--json", "--tokens", "--heads", "--head-dim", "--window-size", "--threads", "--repeats"):
+        assert option in result.stdout
+
+
+def test_tiny_run_writes_the_table_and_valid_json(invoke, tmp_path):
+    out = tmp_path / "sub" / "ops.json"
+    result = invoke(["ops-bench", "--tokens", "196", "--repeats", "1", "--min-time", "0", "--threads", "1",
+                     "--json", out], expect=0)
+    record = json.loads(out.read_text())
+    assert record["schema"] == "edgeattn.ops-bench/1"
+    assert record["context"]["threads"] == 1 and record["context"]["torch"] and record["context"]["cpu_model"]
+    assert record["context"]["gemm"]["gflops"] > 0
+    rows = {row["op"]: row for row in record["results"]}
+    assert set(rows) >= {"sdpa", "blockify", "effatt", "elfatt", "cswin", "litemla-relu", "litemla-qt", "soft++",
+                         "flurka-elu", "flurka-performer", "multispot"}
+    assert rows["sdpa"]["speedup_vs_sdpa"] == pytest.approx(1.0)
+    for row in rows.values():
+        assert row["tokens"] == 196 and "skipped" not in row, row
+        assert row["ms"] > 0 and row["gflops"] > 0
+        assert row["speedup_vs_sdpa"] == pytest.approx(rows["sdpa"]["ms"] / row["ms"])
+    # table on stdout, progress on stderr
+    assert "elfatt" in result.stdout and "GFLOP/s" in result.stdout
+    assert "ops-bench: [1/11] sdpa N=196" in result.stderr
+
+
+def test_subset_of_ops_always_includes_the_baseline(invoke, tmp_path):
+    out = tmp_path / "ops.json"
+    invoke(["ops-bench", "--tokens", "49", "--ops", "elfatt", "--repeats", "1", "--min-time", "0", "--json", out],
+           expect=0)
+    assert [row["op"] for row in json.loads(out.read_text())["results"]] == ["sdpa", "elfatt"]
+
+
+@pytest.mark.parametrize("args", [["--tokens", "abc"], ["--tokens", "0"], ["--heads", "0"], ["--repeats", "x"],
+                                  ["--ops", "nope"], ["--no-such-option"]])
+def test_bad_options_exit_2_without_output_file(invoke, tmp_path, args):
+    out = tmp_path / "ops.json"
+    result = invoke(["ops-bench", "--tokens", "49"] + args + ["--json", out])
+    assert result.exit_code == 2
+    assert "Error" in result.stderr
+    assert not os.path.exists(out)
