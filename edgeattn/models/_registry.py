@@ -1,0 +1,129 @@
+"""The model registry: names -> builder functions, timm style.
+
+A builder is a function ``name(img_size=224, num_classes=1000, **cfg) -> nn.Module`` decorated with
+:func:`register_model`. :func:`create_model` validates the arguments against the builder's signature (an unknown
+key is a user error, not a TypeError traceback), builds the model and stamps it with ``edgeattn_arch`` and
+``edgeattn_config`` so that ``create_model(model.edgeattn_arch, **model.edgeattn_config)`` rebuilds the same
+architecture (what checkpoints rely on).
+"""
+import difflib
+import fnmatch
+import inspect
+import json
+
+from ..errors import EdgeAttnError
+
+_REGISTRY = {}
+
+
+class ModelEntry(object):
+    """One registered architecture: its builder plus what the listings show about it."""
+
+    def __init__(self, name, builder, family, paper):
+        self.name = name
+        self.builder = builder
+        self.family = family
+        self.paper = paper or {}
+
+    @property
+    def summary(self):
+        doc = inspect.getdoc(self.builder) or ""
+        return doc.strip().splitlines()[0] if doc.strip() else self.name
+
+    def config_keys(self):
+        """Keyword arguments the builder accepts besides img_size and num_classes, with their defaults."""
+        keys = {}
+        for name, parameter in inspect.signature(self.builder).parameters.items():
+            if name in ("img_size", "num_classes") or parameter.kind is not inspect.Parameter.KEYWORD_ONLY:
+                continue
+            keys[name] = parameter.default
+        return keys
+
+
+def register_model(fn=None, *, family=None, paper=None):
+    """Register a model builder under its function name.
+
+    Use as ``@register_model`` or ``@register_model(family="cswin", paper={...})``. ``paper`` holds the numbers a
+    paper's table states for this exact architecture at 224x224 (``params``, ``macs``, ``macs_fa``, ``source``);
+    the ``edgeattn models`` listing and the tests compare against them.
+    """
+
+    def decorate(builder):
+        name = builder.__name__
+        if name in _REGISTRY:
+            raise ValueError("model {!r} is registered twice".format(name))
+        _REGISTRY[name] = ModelEntry(name, builder, family or builder.__module__.rsplit(".", 1)[-1], paper)
+        return builder
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def list_models(pattern="*"):
+    """Sorted registered names matching a shell-style ``pattern`` (case-insensitive)."""
+    pattern = (pattern or "*").lower()
+    return sorted(name for name in _REGISTRY if fnmatch.fnmatchcase(name.lower(), pattern))
+
+
+def is_model(name):
+    return name in _REGISTRY
+
+
+def _entry(name):
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3, cutoff=0.5)
+        hint = "did you mean {}?".format(", ".join(close)) if close else "`edgeattn models` lists them."
+        raise EdgeAttnError("unknown model architecture {!r}; {}".format(name, hint))
+    return entry
+
+
+def model_info(name):
+    """What the registry knows about ``name`` without building it: family, summary, paper numbers, config keys."""
+    entry = _entry(name)
+    return {
+        "name": entry.name,
+        "family": entry.family,
+        "summary": entry.summary,
+        "paper": dict(entry.paper),
+        "config_keys": {key: _jsonable(value) for key, value in entry.config_keys().items()},
+    }
+
+
+def _jsonable(value):
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def create_model(name, img_size=224, num_classes=1000, **cfg):
+    """Build the registered architecture ``name`` for ``img_size`` x ``img_size`` RGB input.
+
+    Raises EdgeAttnError for an unknown name, an unknown or malformed config key, or an input resolution the
+    architecture's structure cannot take (the message names the constraint).
+    """
+    entry = _entry(name)
+    accepted = entry.config_keys()
+    unknown = sorted(set(cfg) - set(accepted))
+    if unknown:
+        raise EdgeAttnError(
+            "{} does not take config key(s) {}; accepted keys: {}".format(
+                name, ", ".join(unknown), ", ".join(sorted(accepted)) or "none")
+        )
+    if isinstance(img_size, bool) or not isinstance(img_size, int) or img_size <= 0:
+        raise EdgeAttnError("{}: img_size must be a positive integer, got {!r}".format(name, img_size))
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
+        raise EdgeAttnError("{}: num_classes must be a positive integer, got {!r}".format(name, num_classes))
+    model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
+    config = dict(getattr(model, "edgeattn_config", None) or {})
+    config.update({"img_size": img_size, "num_classes": num_classes})
+    config = _jsonable(config)
+    json.dumps(config)  # a builder that stores something JSON cannot hold is a bug, caught here
+    model.edgeattn_arch = name
+    model.edgeattn_config = config
+    return model

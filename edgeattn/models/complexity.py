@@ -1,0 +1,310 @@
+"""Parameter and multiply-accumulate (MAC) counts, the way the papers' tables count them.
+
+What is counted (batch 1, one forward pass at ``img_size`` x ``img_size``):
+
+* every ``nn.Linear`` / ``nn.Conv1d`` / ``nn.Conv2d`` that runs as a module, found by forward hooks: a Linear
+  costs ``in_features`` MACs per output element, a convolution ``in_channels / groups * prod(kernel)`` MACs per
+  output element (biases are not MACs);
+* every attention core, analytically, per attention module type of :mod:`edgeattn.ops` (formulas below, one per
+  type, fed with the token count, map size and the module's own hyper-parameters seen in that call), including the
+  parametric convolutions those modules apply functionally (the LePE depthwise 3x3 conv: 9 MACs per channel and
+  token) and fixed-weight matmuls (FLuRKA's sequence compression E, Performer's random features).
+
+What is NOT counted: normalisations (LayerNorm, BatchNorm), activations, softmax / exp / the elementwise kernel
+feature maps, divisions by normalisers, residual and position-embedding additions, pooling, reshapes. This is the
+fvcore "MAC = FLOP" convention the ELFATT, EfficientViT, SOFT and FLuRKA tables use, minus fvcore's norm
+handles: on CSWin-T24181 fvcore's LayerNorm count adds about 0.02 G, which is most of the gap between our
+counts and the ELFATT paper's (digest operators-elfatt-qtvit.md section 2.4).
+
+The result separates the attention cores (``attention_core``) and, inside them, the softmax attention cores
+(``softmax_core``: full softmax, CSWin stripes, blockify windows) because the ELFATT paper reports each model
+twice: "nFA" = every MAC, "FA" = without the softmax cores, which its counter cannot see inside FlashAttention.
+So ``fa = total - softmax_core``. ``iterative`` is the Newton-Raphson pseudo-inverse inside SOFT (also part of
+``attention_core``); the SOFT paper's table leaves it out.
+"""
+import copy
+import math
+
+import torch
+import torch.nn as nn
+
+
+#: One-line statement of the counting convention (printed by ``edgeattn models --json``).
+COUNTING_NOTE = ("MACs of one image (batch 1): Linear/Conv layers by forward hooks, attention cores analytically per "
+                 "edgeattn.ops module type (incl. LePE depthwise convs and fixed-weight matmuls); norms, activations, "
+                 "softmax/exp/feature maps, normaliser divisions, additions and pooling are not counted. "
+                 "macs_fa = macs - softmax attention cores (the ELFATT paper's FA column); newton_raphson_macs is part "
+                 "of macs (SOFT's pseudo-inverse, left out by the SOFT paper's table).")
+
+#: attention module class name -> formula(module, x, hw, tally)
+_FORMULAS = {}
+#: the attention nn.Modules of edgeattn.ops (a model using one without a formula here is a bug, not a zero)
+_OPS_ATTENTION_MODULES = ("MultiHeadSoftmaxAttention", "CrossShapedWindowAttention", "BlockifyAttention",
+                          "EfficientAttention", "ELFATTAttention", "LiteMLA", "SOFTAttention", "FLuRKAAttention",
+                          "MultiSpotAttention")
+
+
+def count_params(model):
+    """Number of parameters (trainable or frozen; buffers are not parameters)."""
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def formula(*class_names):
+    """Register the attention-core formula for the named edgeattn.ops module classes."""
+
+    def decorate(fn):
+        for name in class_names:
+            _FORMULAS[name] = fn
+        return fn
+
+    return decorate
+
+
+class _Tally(object):
+    def __init__(self):
+        self.layers = 0
+        self.attention_core = 0
+        self.softmax_core = 0
+        self.iterative = 0
+        self.functional = 0
+        self.by_type = {}
+        self.fired = set()
+
+    def add_core(self, module, macs, softmax=False, iterative=0):
+        self.attention_core += int(macs)
+        if softmax:
+            self.softmax_core += int(macs)
+        self.iterative += int(iterative)
+        name = type(module).__name__
+        self.by_type[name] = self.by_type.get(name, 0) + int(macs)
+
+    def add_functional(self, child, macs):
+        """A parametric conv/linear child applied functionally (its hook never fired): count it here."""
+        if child is None or child in self.fired:
+            return
+        self.functional += int(macs)
+
+
+def _layer_macs(module, output):
+    if isinstance(module, nn.Linear):
+        return output.numel() * module.in_features
+    if isinstance(module, (nn.Conv1d, nn.Conv2d)):
+        return output.numel() * (module.in_channels // module.groups) * int(math.prod(module.kernel_size))
+    return 0
+
+
+def _meta_copy(model, img_size):
+    """The same architecture for ``img_size`` on the meta device (no storage, no arithmetic): rebuilt from the
+    registry when the model came from create_model, else a deep copy moved to meta."""
+    arch = getattr(model, "edgeattn_arch", None)
+    if arch is not None:
+        from ._registry import create_model
+
+        config = dict(model.edgeattn_config, img_size=img_size)
+        with torch.device("meta"):
+            return create_model(arch, **config)
+    if all(p.device.type == "meta" for p in model.parameters()):
+        return model
+    return copy.deepcopy(model).to("meta")
+
+
+def count_macs(model, img_size, batch=1):
+    """MACs of one forward pass on a ``batch`` x 3 x ``img_size`` x ``img_size`` input.
+
+    Returns ``dict(total, fa, attention_core, softmax_core, iterative, layers, functional, by_attention_type,
+    img_size, batch)``: ``total`` = layers + attention cores + functional convs; ``fa`` = ``total - softmax_core``.
+    Runs on a meta-device copy, so it is fast for any model size; raises EdgeAttnError if the model cannot take
+    ``img_size``.
+    """
+    meta_model = _meta_copy(model, img_size)
+    meta_model.eval()
+    tally = _Tally()
+    handles = []
+    for module in meta_model.modules():
+        if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+            handles.append(module.register_forward_hook(_leaf_hook(tally)))
+        fn = _FORMULAS.get(type(module).__name__)
+        if fn is not None:
+            handles.append(module.register_forward_hook(_attention_hook(tally, fn), with_kwargs=True))
+        elif type(module).__name__ in _OPS_ATTENTION_MODULES:
+            raise RuntimeError("no MAC formula for attention module {}".format(type(module).__name__))
+    try:
+        with torch.no_grad():
+            meta_model(torch.zeros(batch, 3, img_size, img_size, device="meta"))
+    finally:
+        for handle in handles:
+            handle.remove()
+    total = tally.layers + tally.attention_core + tally.functional
+    return {
+        "total": total,
+        "fa": total - tally.softmax_core,
+        "attention_core": tally.attention_core,
+        "softmax_core": tally.softmax_core,
+        "iterative": tally.iterative,
+        "layers": tally.layers,
+        "functional": tally.functional,
+        "by_attention_type": dict(tally.by_type),
+        "img_size": img_size,
+        "batch": batch,
+    }
+
+
+def _leaf_hook(tally):
+    def hook(module, inputs, output):
+        tally.fired.add(module)
+        tally.layers += _layer_macs(module, output)
+
+    return hook
+
+
+def _attention_hook(tally, fn):
+    def hook(module, args, kwargs, output):
+        x = args[0] if args else kwargs.get("x")
+        hw = args[1] if len(args) > 1 else kwargs.get("hw")
+        fn(module, x, hw, tally)
+
+    return hook
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Attention-core formulas. Each one is the MAC count of the matmuls between activations inside the module (the
+# module's own qkv/proj Linears are counted by their hooks). Notation: B batch, N tokens, C channels, d head
+# width, h heads. Counted per batch element times B.
+# --------------------------------------------------------------------------------------------------------------
+
+def _lepe(tally, module, batch, tokens, channels):
+    conv = getattr(module, "get_v", None)
+    if conv is not None:
+        tally.add_functional(conv, batch * tokens * channels * conv.kernel_size[0] * conv.kernel_size[1])
+
+
+def _padded(size, window):
+    return size + (-size) % window
+
+
+@formula("MultiHeadSoftmaxAttention")
+def _softmax(module, x, hw, tally):
+    # softmax(q k^T) v: N*N*C for the scores plus N*N*C for the weighted sum
+    b, n, c = x.shape
+    tally.add_core(module, b * 2 * n * n * c, softmax=True)
+    _lepe(tally, module, b, n, c)
+
+
+@formula("BlockifyAttention")
+def _blockify(module, x, hw, tally):
+    # each (padded) token attends to the ws*ws tokens of its window: 2 * Np * ws^2 * C
+    b, _, c = x.shape
+    ws = module.window_size
+    tokens = _padded(hw[0], ws) * _padded(hw[1], ws)
+    tally.add_core(module, b * 2 * tokens * ws * ws * c, softmax=True)
+    _lepe(tally, module, b, tokens, c)
+
+
+@formula("EfficientAttention")
+def _effatt(module, x, hw, tally):
+    # context = k_hat^T v (N*d*d per head) and out = q_hat context (N*d*d per head): 2 * N * d * C
+    b, n, c = x.shape
+    d = c // module.num_heads
+    tally.add_core(module, b * 2 * n * d * c)
+    _lepe(tally, module, b, n, c)
+
+
+@formula("ELFATTAttention")
+def _elfatt(module, x, hw, tally):
+    # global EFFATT heads on c1 channels: 2 * N * d * c1 (linear, not softmax);
+    # blockify heads on c2 channels: 2 * Np * ws^2 * c2 (softmax); LePE on both branches
+    b, n, c = x.shape
+    d = c // module.num_heads
+    c1 = module.num_global_heads * d
+    c2 = c - c1
+    ws = module.window_size
+    if c1:
+        tally.add_core(module, b * 2 * n * d * c1)
+        conv = getattr(module, "get_v_global", None)
+        if conv is not None:
+            tally.add_functional(conv, b * n * c1 * 9)
+    if c2:
+        tokens = _padded(hw[0], ws) * _padded(hw[1], ws)
+        tally.add_core(module, b * 2 * tokens * ws * ws * c2, softmax=True)
+        conv = getattr(module, "get_v_local", None)
+        if conv is not None:
+            tally.add_functional(conv, b * tokens * c2 * 9)
+
+
+@formula("CrossShapedWindowAttention")
+def _cswin(module, x, hw, tally):
+    # half the channels attend within H x sw stripes (each token sees H*sw keys), half within sw x W stripes;
+    # the last stage is one full-map branch: 2 * N * N * C. LePE inside each stripe: 9 * N * C.
+    b, n, c = x.shape
+    height, width = hw
+    if module.last_stage:
+        macs = 2 * n * n * c
+    else:
+        sw = module.split_size
+        half = c // 2
+        macs = 2 * n * height * sw * half + 2 * n * sw * width * (c - half)
+    tally.add_core(module, b * macs, softmax=True)
+    for branch in module.attns:
+        tally.add_functional(branch.get_v, b * n * branch.get_v.in_channels * 9)
+
+
+@formula("LiteMLA")
+def _litemla(module, x, hw, tally):
+    # per head group (heads * (1 + scales) groups of width d), with the padded-V trick:
+    # v_pad^T phi(k): N * F * (d + 1) and (v_pad^T phi(k)) phi(q): N * F * (d + 1), F = d (ReLU) or 2d + 1 (QT)
+    b, _, height, width = x.shape
+    n = height * width
+    d = module.dim
+    groups = module.heads * (1 + len(module.aggreg))
+    features = 2 * d + 1 if module.kernel == "quadratic_taylor" else d
+    tally.add_core(module, b * groups * 2 * n * features * (d + 1))
+
+
+@formula("SOFTAttention")
+def _soft(module, x, hw, tally):
+    # per head, m landmarks: P = l q^T (m*N*d), A = l l^T (m*m*d), P v (m*N*d), M (P v) (m*m*d),
+    # P^T (M P v) (N*m*d); Newton-Raphson: iters * 2 * m^3 (X A, then (X A) X).
+    # The per-head depthwise conv on V is applied functionally: k*k MACs per channel and token.
+    b, n, c = x.shape
+    height, width = hw
+    r = module.sampling_ratio
+    m = (height // r) * (width // r)
+    heads, d = module.num_heads, module.head_dim
+    newton = heads * module.newton_iters * 2 * m ** 3
+    core = heads * (3 * m * n * d + 2 * m * m * d) + newton
+    tally.add_core(module, b * core, iterative=b * newton)
+    if module.dwconv is not None:
+        k = module.dwconv.kernel_size
+        tally.add_functional(module.dwconv, b * n * c * k[0] * k[1])
+
+
+def _kernel_attention(queries, keys, features, channels, heads):
+    """Row-normalised kernel attention on head layout: phi(k)^T v (keys*F*d per head), phi(q) (phi(k)^T v)
+    (queries*F*d per head) and the normaliser phi(q) . sum phi(k) (queries*F per head)."""
+    return keys * features * channels + queries * features * channels + queries * features * heads
+
+
+@formula("FLuRKAAttention")
+def _flurka(module, x, hw, tally):
+    # E1 x and E2 x: 2 * d_k * N * C; Performer features: (N + d_k) * F * C (random projections of q and k);
+    # then kernel attention over d_k compressed keys
+    b, n, c = x.shape
+    rank = module.E1.shape[0]
+    heads = module.num_heads
+    d = c // heads
+    macs = 2 * rank * n * c
+    if module.feature_map == "performer":
+        features = module.projection.shape[0]
+        macs += (n + rank) * features * c
+    else:
+        features = d
+    macs += _kernel_attention(n, rank, features, c, heads)
+    tally.add_core(module, b * macs)
+
+
+@formula("TokenPerformer")
+def _token_performer(module, x, hw, tally):
+    # T2T token Performer (one head of width e, F random features, keys not compressed)
+    b, n, _ = x.shape
+    features, e = module.projection.shape
+    tally.add_core(module, b * (2 * n * features * e + _kernel_attention(n, n, features, e, 1)))

@@ -1,0 +1,51 @@
+"""Shared helpers for the model-zoo tests (torch is required for this whole folder)."""
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+_PRINTED = re.compile(r"^\s*([0-9]+(?:\.([0-9]+))?)\s*([MG])\s*$")
+
+
+def printed_value(text):
+    """A number as a paper prints it ("20M", "4.44G") -> (value, half a unit of its last printed digit)."""
+    match = _PRINTED.match(text)
+    assert match, "cannot parse paper value {!r}".format(text)
+    scale = {"M": 1e6, "G": 1e9}[match.group(3)]
+    decimals = len(match.group(2) or "")
+    return float(match.group(1)) * scale, 0.5 * 10 ** -decimals * scale
+
+
+def matches_paper(ours, printed):
+    """True when ``ours`` agrees with the printed table value within 1 %, or within the value's own rounding.
+
+    A table that prints "20M" says 19.5M..20.5M; holding 20.39M to 1 % of 20M would demand more precision than
+    the table has, so the tolerance is max(1 % of the value, half a unit of its last printed digit).
+    """
+    value, rounding = printed_value(printed)
+    return abs(ours - value) <= max(0.01 * value, rounding)
+
+
+@pytest.fixture(name="matches_paper")
+def matches_paper_fixture():
+    return matches_paper
+
+
+@pytest.fixture(scope="session")
+def meta_counts():
+    """Parameter and MAC counts per (model, resolution), computed once per test session on the meta device."""
+    from edgeattn.models import create_model
+    from edgeattn.models.complexity import count_macs, count_params
+
+    cache = {}
+
+    def get(name, img_size=224, **cfg):
+        key = (name, img_size, tuple(sorted(cfg.items(), key=lambda item: item[0])).__repr__())
+        if key not in cache:
+            with torch.device("meta"):
+                model = create_model(name, img_size=img_size, **cfg)
+            cache[key] = dict(count_macs(model, img_size), params=count_params(model))
+        return cache[key]
+
+    return get

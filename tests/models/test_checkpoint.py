@@ -1,0 +1,168 @@
+"""Checkpoint save/load: the safe format round-trips; every bad file is one clear EdgeAttnError line."""
+import os
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from edgeattn import load_checkpoint, save_checkpoint  # noqa: E402  (lazy re-exports of edgeattn.checkpoint)
+from edgeattn.errors import EdgeAttnError  # noqa: E402
+from edgeattn.models import create_model  # noqa: E402
+
+ARCH = "vit_tiny_elfatt"
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return create_model(ARCH, embed_dim=32, depth=1, num_heads=2).eval()
+
+
+@pytest.fixture(scope="module")
+def saved(model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "model.pt"
+    save_checkpoint(model, path)
+    return path
+
+
+def _error(path, **kwargs):
+    with pytest.raises(EdgeAttnError) as info:
+        load_checkpoint(path, **kwargs)
+    message = info.value.format_message()
+    assert "\n" not in message
+    return message
+
+
+def test_roundtrip_same_outputs(model, saved):
+    loaded = load_checkpoint(saved)
+    assert not loaded.training
+    assert loaded.edgeattn_arch == ARCH and loaded.edgeattn_config == model.edgeattn_config
+    x = torch.randn(2, 3, 224, 224)
+    with torch.inference_mode():
+        assert torch.equal(model(x), loaded(x))
+
+
+def test_file_format_is_plain_weights(model, saved):
+    payload = torch.load(saved, weights_only=True)  # readable without unpickling any class
+    assert payload["format_version"] == 1 and payload["arch"] == ARCH
+    assert payload["config"]["embed_dim"] == 32
+    assert set(payload["state_dict"]) == set(model.state_dict())
+    assert payload["edgeattn_version"]
+
+
+def test_save_requires_a_registry_model(tmp_path):
+    with pytest.raises(EdgeAttnError, match="create_model"):
+        save_checkpoint(torch.nn.Linear(2, 2), tmp_path / "x.pt")
+    assert not os.listdir(tmp_path)
+
+
+def test_missing_file(tmp_path):
+    assert "not found" in _error(tmp_path / "absent.pt")
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.pt"
+    path.write_bytes(b"")
+    assert "empty" in _error(path)
+
+
+def test_truncated_file(saved, tmp_path):
+    path = tmp_path / "truncated.pt"
+    data = saved.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    assert "truncated, corrupt" in _error(path)
+
+
+def test_random_bytes(tmp_path):
+    path = tmp_path / "random.pt"
+    path.write_bytes(os.urandom(4096))
+    assert "truncated, corrupt" in _error(path)
+
+
+def test_unknown_arch(saved, tmp_path):
+    payload = torch.load(saved, weights_only=True)
+    payload["arch"] = "no_such_model"
+    path = tmp_path / "unknown.pt"
+    torch.save(payload, path)
+    assert "unknown model architecture 'no_such_model'" in _error(path)
+
+
+def test_wrong_arch_lists_key_mismatch(saved, tmp_path):
+    """A vit_tiny_elfatt state dict labelled vit_tiny_softmax: the ELFATT LePE keys are unexpected, the
+    softmax module has none of them."""
+    payload = torch.load(saved, weights_only=True)
+    payload["arch"] = "vit_tiny_softmax"
+    payload["config"] = {key: payload["config"][key]
+                         for key in ("embed_dim", "depth", "num_heads", "mlp_ratio", "patch_size")}
+    path = tmp_path / "wrong_arch.pt"
+    torch.save(payload, path)
+    message = _error(path)
+    assert "does not match architecture vit_tiny_softmax" in message
+    assert "unexpected keys: blocks.0.attn.get_v_global.weight" in message
+
+
+def test_missing_keys_listed_first_few(saved, tmp_path):
+    payload = torch.load(saved, weights_only=True)
+    dropped = sorted(payload["state_dict"])[:7]
+    for key in dropped:
+        del payload["state_dict"][key]
+    path = tmp_path / "missing_keys.pt"
+    torch.save(payload, path)
+    message = _error(path)
+    assert "missing keys: " in message and "(+2 more)" in message
+    assert dropped[0] in message
+
+
+def test_shape_mismatch(saved, tmp_path):
+    payload = torch.load(saved, weights_only=True)
+    payload["state_dict"]["head.weight"] = torch.zeros(3, 3)
+    path = tmp_path / "bad_shape.pt"
+    torch.save(payload, path)
+    assert "head.weight has shape (3, 3)" in _error(path)
+
+
+def test_bare_state_dict(model, tmp_path):
+    path = tmp_path / "state_dict.pt"
+    torch.save(model.state_dict(), path)
+    assert "bare state dict without an architecture" in _error(path)
+
+
+def test_newer_format_version(saved, tmp_path):
+    payload = torch.load(saved, weights_only=True)
+    payload["format_version"] = 99
+    path = tmp_path / "future.pt"
+    torch.save(payload, path)
+    assert "format version 99" in _error(path)
+
+
+def test_pickled_module_needs_trust(model, tmp_path):
+    path = tmp_path / "module.pt"
+    torch.save(model, path)
+    message = _error(path)
+    assert "pickled Python objects" in message and "--trust-pickle" in message
+    with pytest.warns(UserWarning, match="trust_pickle=True"):
+        loaded = load_checkpoint(path, trust_pickle=True)
+    x = torch.randn(1, 3, 224, 224)
+    with torch.inference_mode():
+        assert torch.equal(model(x), loaded(x))
+
+
+def test_legacy_pickled_module_needs_trust(model, tmp_path):
+    path = tmp_path / "legacy.pt"
+    torch.save(model, path, _use_new_zipfile_serialization=False)
+    assert "pickled Python objects" in _error(path)
+
+
+def test_torchscript_needs_trust(model, tmp_path):
+    path = tmp_path / "scripted.pt"
+    x = torch.randn(1, 3, 224, 224)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.jit.save(torch.jit.trace(model, x, check_trace=False), str(path))
+    message = _error(path)
+    assert "TorchScript archive" in message and "--trust-pickle" in message
+    with pytest.warns(UserWarning, match="TorchScript"):
+        loaded = load_checkpoint(path, trust_pickle=True)
+    with torch.inference_mode():
+        torch.testing.assert_close(loaded(x), model(x))
