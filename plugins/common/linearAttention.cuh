@@ -1,0 +1,693 @@
+/*
+ * Linear attention as a reduction pass plus an output pass, shared by EFFATT (EdgeAttnEfficientAttention) and
+ * LiteMLA (ReLU and quadratic-Taylor kernels). Per (batch, head):
+ *
+ *   reduction  G = sum_n phi_k(k_n)^T v_n   (dk x d)    l = sum_n phi_k(k_n)   (dk)        FP32
+ *   output     out_n = (phi_q(q_n) G') / (phi_q(q_n) . c + eps)
+ *
+ * EFFATT (FeatureMap::kSoftmax): phi_k is the token-axis softmax numerator exp(k - max_n k); the max is kept
+ * online per feature (running max, rescaled partial sums, max subtracted before every exp). G' = G / l (the
+ * normalised context), c = 1 and eps = 0, so out = softmax(q) G' with softmax(q) = exp(q - max) / sum.
+ * LiteMLA: phi = relu or [a x^2, b sqrt(4/d) x, g]; G' = G, c = l (the padded-V trick), eps from the attribute.
+ *
+ * Kernels (3 launches):
+ *   1. linearReduceKernel   grid (splits, heads, batch): FP32 partial (max, sum, G) over a token range. The
+ *      tokens of a tile are staged in shared memory (phi(k) and v, FP32); each thread owns a 4x4 register tile
+ *      of G and several thread groups split the tile's tokens, reduced through shared memory at the end.
+ *   2. linearCombineKernel  grid (heads, batch): merges the splits (rescaling by exp(m_s - M) for softmax)
+ *      into the context [dk rows][d + 1 columns, padded]; column d holds c.
+ *   3. linearOutputKernel   grid (token tiles, heads, batch): phi(q) tile transposed in shared memory, context
+ *      in shared memory, 4 tokens x 4 channels per thread, output staged for coalesced stores.
+ * The split count depends only on the token count (<= 256 splits of >= 256 tokens), so the workspace is
+ * monotone in every dimension and deterministic (no atomics). Shared memory stays below 48 KB (sm_53 limit).
+ */
+#ifndef EDGEATTN_COMMON_LINEAR_ATTENTION_CUH
+#define EDGEATTN_COMMON_LINEAR_ATTENTION_CUH
+
+#include "common/deviceUtils.cuh"
+#include "common/kernelStatus.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace edgeattn
+{
+namespace kernels
+{
+
+enum class FeatureMap : int
+{
+    kSoftmax = 0,
+    kRelu = 1,
+    kQuadraticTaylor = 2
+};
+
+//! QT coefficients travel in the kernel parameters (no host-to-device copy inside a launch).
+constexpr int kMaxQtGroups = 128;
+constexpr int kTokensPerSplit = 256;
+constexpr int kMaxSplits = 256;
+
+struct LinearAttentionParams
+{
+    void const* q; // pointers already offset to channel 0 of head 0 of q, k and v
+    void const* k;
+    void const* v;
+    void* out;
+    int tokens;
+    int heads;
+    int headDim;    // d (value width and q/k width)
+    int featureDim; // dk: d, or 2d + 1 for the quadratic-Taylor kernel
+    // element (b, head h, token n, channel c): base + b * batchStride + (h * headStride + c) * channelStride
+    //                                                + n * tokenStride
+    int64_t inBatchStride;
+    int64_t inTokenStride;
+    int64_t inChannelStride;
+    int64_t inHeadStride;
+    int64_t outBatchStride;
+    int64_t outTokenStride;
+    int64_t outChannelStride;
+    int64_t outHeadStride;
+    int splits;
+    int tokensPerSplit;
+    int reduceTokenTile;
+    int reduceGroups;
+    int outputTokenTile;
+    float eps;
+    int qtCount;
+    float qtAlpha[kMaxQtGroups];
+    float qtBeta[kMaxQtGroups];
+    float qtGamma[kMaxQtGroups];
+    float* partials; // [batch][heads][splits][2 * dk + dk * d]
+    float* context;  // [batch][heads][dkPad][contextColumns]
+};
+
+struct LinearAttentionPlan
+{
+    int featurePad;     // dk rounded up to 4
+    int valuePad;       // d rounded up to 4
+    int contextColumns; // d + 1 rounded up to 4
+    int tilesPerGroup;
+    int reduceGroups;
+    int reduceThreads;
+    int reduceTokenTile;
+    size_t reduceSharedBytes;
+    int outputTokenTile;
+    int outputThreads;
+    size_t outputSharedBytes;
+    int combineThreads;
+    size_t combineSharedBytes;
+    int splits;
+    int tokensPerSplit;
+};
+
+inline size_t linearReduceSharedFloats(int tokenTile, int featurePad, int valuePad, int groups)
+{
+    size_t const tile = static_cast<size_t>(tokenTile) * (featurePad + valuePad);
+    size_t const reduction = groups > 1 ? static_cast<size_t>(groups) * featurePad * valuePad : 0;
+    return std::max(tile, reduction) + 3 * static_cast<size_t>(featurePad);
+}
+
+inline size_t linearOutputSharedFloats(int tokenTile, int featurePad, int valuePad, int contextColumns)
+{
+    return static_cast<size_t>(featurePad) * tokenTile + static_cast<size_t>(featurePad) * contextColumns
+        + static_cast<size_t>(tokenTile) * valuePad;
+}
+
+inline int linearSplits(int tokens, int* tokensPerSplit)
+{
+    int perSplit = kTokensPerSplit;
+    if (ceilDiv(tokens, kTokensPerSplit) > kMaxSplits)
+    {
+        perSplit = ceilDiv(ceilDiv(tokens, kMaxSplits), kTokensPerSplit) * kTokensPerSplit;
+    }
+    if (tokensPerSplit != nullptr)
+    {
+        *tokensPerSplit = perSplit;
+    }
+    return ceilDiv(tokens, perSplit);
+}
+
+//! Launch geometry for one problem; false (with *reason set) if this build cannot run it.
+inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearAttentionPlan* plan, char const** reason)
+{
+    LinearAttentionPlan result;
+    result.featurePad = roundUp4(featureDim);
+    result.valuePad = roundUp4(headDim);
+    result.contextColumns = roundUp4(headDim + 1);
+    result.tilesPerGroup = (result.featurePad / 4) * (result.valuePad / 4);
+    if (result.tilesPerGroup > 1024)
+    {
+        *reason = "the context is too large for one thread block (feature_dim x head_dim > 128 x 128)";
+        return false;
+    }
+    result.reduceGroups = std::max(1, std::min(8, 256 / result.tilesPerGroup));
+    result.reduceThreads = (result.reduceGroups * result.tilesPerGroup + 31) / 32 * 32;
+    result.reduceTokenTile = 0;
+    for (int tile = 64; tile >= 8; tile /= 2)
+    {
+        size_t const bytes = linearReduceSharedFloats(tile, result.featurePad, result.valuePad, result.reduceGroups)
+            * sizeof(float);
+        if (bytes <= kMaxSharedBytes)
+        {
+            result.reduceTokenTile = tile;
+            result.reduceSharedBytes = bytes;
+            break;
+        }
+    }
+    result.outputTokenTile = 0;
+    for (int tile = 64; tile >= 8; tile /= 2)
+    {
+        size_t const bytes
+            = linearOutputSharedFloats(tile, result.featurePad, result.valuePad, result.contextColumns) * sizeof(float);
+        if (bytes <= kMaxSharedBytes)
+        {
+            result.outputTokenTile = tile;
+            result.outputSharedBytes = bytes;
+            break;
+        }
+    }
+    if (result.reduceTokenTile == 0 || result.outputTokenTile == 0)
+    {
+        *reason = "head_dim / feature_dim too large for the 48 KB shared-memory budget";
+        return false;
+    }
+    result.outputThreads = 256;
+    result.combineThreads = 256;
+    result.combineSharedBytes = 2 * static_cast<size_t>(featureDim) * sizeof(float);
+    result.splits = linearSplits(tokens, &result.tokensPerSplit);
+    *plan = result;
+    return true;
+}
+
+//! Workspace: context then partials, each 256-byte aligned. Monotone in batch, heads, tokens and dims.
+inline size_t linearAttentionWorkspaceSize(int batch, int heads, int tokens, int headDim, int featureDim)
+{
+    if (batch <= 0 || heads <= 0 || tokens <= 0 || headDim <= 0 || featureDim <= 0)
+    {
+        return 0;
+    }
+    int const splits = std::min(ceilDiv(tokens, kTokensPerSplit), kMaxSplits);
+    size_t const problems = static_cast<size_t>(batch) * heads;
+    size_t const contextFloats = problems * roundUp4(featureDim) * roundUp4(headDim + 1);
+    size_t const partialFloats
+        = problems * splits * (2 * static_cast<size_t>(featureDim) + static_cast<size_t>(featureDim) * headDim);
+    return alignUp(contextFloats * sizeof(float)) + alignUp(partialFloats * sizeof(float));
+}
+
+__device__ __forceinline__ void qtCoefficients(LinearAttentionParams const& p, int head, float* alpha, float* linear, float* gamma)
+{
+    int const index = p.qtCount == p.heads ? head : 0;
+    *alpha = p.qtAlpha[index];
+    *linear = p.qtBeta[index] * sqrtf(4.0F / static_cast<float>(p.headDim));
+    *gamma = p.qtGamma[index];
+}
+
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams const p)
+{
+    float* const shared = sharedFloats();
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const featurePad = roundUp4(dk);
+    int const valuePad = roundUp4(d);
+    int const tokenTile = p.reduceTokenTile;
+    int const groups = p.reduceGroups;
+    size_t const tileFloats = static_cast<size_t>(tokenTile) * (featurePad + valuePad);
+    size_t const reductionFloats = groups > 1 ? static_cast<size_t>(groups) * featurePad * valuePad : 0;
+    size_t const regionFloats = tileFloats > reductionFloats ? tileFloats : reductionFloats;
+    float* const features = shared;                          // [tokenTile][featurePad]
+    float* const values = shared + tokenTile * featurePad;   // [tokenTile][valuePad]
+    float* const runningMax = shared + regionFloats;         // [featurePad]
+    float* const runningSum = runningMax + featurePad;       // [featurePad]
+    float* const correction = runningSum + featurePad;       // [featurePad]
+
+    int const split = blockIdx.x;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const begin = split * p.tokensPerSplit;
+    int const end = min(p.tokens, begin + p.tokensPerSplit);
+
+    int64_t const base = static_cast<int64_t>(batch) * p.inBatchStride + head * p.inHeadStride * p.inChannelStride;
+    T const* __restrict__ kPtr = static_cast<T const*>(p.k) + base;
+    T const* __restrict__ vPtr = static_cast<T const*>(p.v) + base;
+
+    float qtAlpha = 0.0F;
+    float qtLinear = 0.0F;
+    float qtGamma = 0.0F;
+    if (kMap == FeatureMap::kQuadraticTaylor)
+    {
+        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
+    }
+
+    for (int index = threadIdx.x; index < tokenTile * (featurePad + valuePad); index += blockDim.x)
+    {
+        shared[index] = 0.0F; // padded columns stay zero for the whole kernel
+    }
+    for (int i = threadIdx.x; i < featurePad; i += blockDim.x)
+    {
+        runningMax[i] = kMap == FeatureMap::kSoftmax ? -INFINITY : 0.0F;
+        runningSum[i] = 0.0F;
+        correction[i] = 1.0F;
+    }
+
+    int const tilesJ = valuePad / 4;
+    int const tilesPerGroup = (featurePad / 4) * tilesJ;
+    int const myTile = threadIdx.x % tilesPerGroup;
+    int const myGroup = threadIdx.x / tilesPerGroup;
+    bool const gemmThread = myGroup < groups;
+    int const i0 = (myTile / tilesJ) * 4;
+    int const j0 = (myTile % tilesJ) * 4;
+    float acc[4][4];
+    zeroTile4x4(acc);
+    __syncthreads();
+
+    for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
+    {
+        int const count = min(tokenTile, end - tileBegin);
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            if (kTokenMajor)
+            {
+                n = index / d;
+                c = index - n * d;
+            }
+            else
+            {
+                c = index / tokenTile;
+                n = index - c * tokenTile;
+            }
+            bool const valid = n < count;
+            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
+            float const kValue = valid ? loadFloat(kPtr, offset) : 0.0F;
+            values[n * valuePad + c] = valid ? loadFloat(vPtr, offset) : 0.0F;
+            float* const row = features + n * featurePad;
+            if (kMap == FeatureMap::kSoftmax)
+            {
+                row[c] = valid ? kValue : -INFINITY;
+            }
+            else if (kMap == FeatureMap::kRelu)
+            {
+                row[c] = fmaxf(kValue, 0.0F);
+            }
+            else
+            {
+                row[c] = qtAlpha * kValue * kValue;
+                row[d + c] = qtLinear * kValue;
+                if (c == 0)
+                {
+                    row[2 * d] = valid ? qtGamma : 0.0F;
+                }
+            }
+        }
+        __syncthreads();
+
+        if (kMap == FeatureMap::kSoftmax)
+        {
+            for (int i = threadIdx.x; i < dk; i += blockDim.x)
+            {
+                float const previous = runningMax[i];
+                float tileMax = previous;
+                for (int n = 0; n < count; ++n)
+                {
+                    tileMax = fmaxf(tileMax, features[n * featurePad + i]);
+                }
+                // previous = -inf on the first tile: correction 0 rescales the (empty) sums.
+                correction[i] = tileMax == -INFINITY ? 1.0F : exp2f((previous - tileMax) * kLog2e);
+                runningMax[i] = tileMax;
+            }
+            __syncthreads();
+            for (int index = threadIdx.x; index < tokenTile * dk; index += blockDim.x)
+            {
+                int const n = index / dk;
+                int const i = index - n * dk;
+                float* const entry = features + n * featurePad + i;
+                *entry = n < count ? exp2f((*entry - runningMax[i]) * kLog2e) : 0.0F;
+            }
+            __syncthreads();
+            if (gemmThread)
+            {
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                {
+                    float const scale = i0 + r < dk ? correction[i0 + r] : 1.0F;
+#pragma unroll
+                    for (int c = 0; c < 4; ++c)
+                    {
+                        acc[r][c] *= scale;
+                    }
+                }
+            }
+            for (int i = threadIdx.x; i < dk; i += blockDim.x)
+            {
+                float sum = runningSum[i] * correction[i];
+                for (int n = 0; n < count; ++n)
+                {
+                    sum += features[n * featurePad + i];
+                }
+                runningSum[i] = sum;
+            }
+        }
+        else
+        {
+            for (int i = threadIdx.x; i < dk; i += blockDim.x)
+            {
+                float sum = runningSum[i];
+                for (int n = 0; n < count; ++n)
+                {
+                    sum += features[n * featurePad + i];
+                }
+                runningSum[i] = sum;
+            }
+        }
+
+        if (gemmThread && myGroup < count)
+        {
+            // Group g takes tokens g, g + groups, ...: a row stride of groups * pad in the k-major operands.
+            int const rows = (count - myGroup + groups - 1) / groups;
+            mmaTile4x4(acc, features + myGroup * featurePad, groups * featurePad, i0, values + myGroup * valuePad,
+                groups * valuePad, j0, rows);
+        }
+        __syncthreads();
+    }
+
+    int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
+    float* const partial
+        = p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    for (int i = threadIdx.x; i < dk; i += blockDim.x)
+    {
+        partial[i] = kMap == FeatureMap::kSoftmax ? runningMax[i] : 0.0F;
+        partial[dk + i] = runningSum[i];
+    }
+    float* const contextPartial = partial + 2 * dk;
+    if (groups == 1)
+    {
+        if (gemmThread)
+        {
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    if (i0 + r < dk && j0 + c < d)
+                    {
+                        contextPartial[(i0 + r) * d + j0 + c] = acc[r][c];
+                    }
+                }
+            }
+        }
+        return;
+    }
+    float* const reduction = shared; // the token tile is no longer read (loop ended with a barrier)
+    if (gemmThread)
+    {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                reduction[(myGroup * featurePad + i0 + r) * valuePad + j0 + c] = acc[r][c];
+            }
+        }
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < dk * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const j = index - i * d;
+        float sum = 0.0F;
+        for (int g = 0; g < groups; ++g)
+        {
+            sum += reduction[(g * featurePad + i) * valuePad + j];
+        }
+        contextPartial[index] = sum;
+    }
+}
+
+template <FeatureMap kMap>
+__global__ void linearCombineKernel(LinearAttentionParams const p)
+{
+    float* const shared = sharedFloats();
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const featurePad = roundUp4(dk);
+    int const contextColumns = roundUp4(d + 1);
+    float* const finalMax = shared;
+    float* const finalSum = shared + dk;
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
+    float const* const partials = p.partials + problem * p.splits * partialStride;
+    float* const context = p.context + problem * featurePad * contextColumns;
+
+    for (int i = threadIdx.x; i < dk; i += blockDim.x)
+    {
+        float maximum = 0.0F;
+        if (kMap == FeatureMap::kSoftmax)
+        {
+            maximum = -INFINITY;
+            for (int s = 0; s < p.splits; ++s)
+            {
+                maximum = fmaxf(maximum, partials[s * partialStride + i]);
+            }
+        }
+        float sum = 0.0F;
+        for (int s = 0; s < p.splits; ++s)
+        {
+            float const weight
+                = kMap == FeatureMap::kSoftmax ? exp2f((partials[s * partialStride + i] - maximum) * kLog2e) : 1.0F;
+            sum += partials[s * partialStride + dk + i] * weight;
+        }
+        finalMax[i] = maximum;
+        finalSum[i] = sum;
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+    {
+        int const i = index / contextColumns;
+        int const j = index - i * contextColumns;
+        float value = 0.0F;
+        if (i < dk && j == d)
+        {
+            value = kMap == FeatureMap::kSoftmax ? 1.0F : finalSum[i];
+        }
+        else if (i < dk && j < d)
+        {
+            float sum = 0.0F;
+            for (int s = 0; s < p.splits; ++s)
+            {
+                float const* const split = partials + s * partialStride;
+                float const weight
+                    = kMap == FeatureMap::kSoftmax ? exp2f((split[i] - finalMax[i]) * kLog2e) : 1.0F;
+                sum = fmaf(split[2 * dk + i * d + j], weight, sum);
+            }
+            // softmax over tokens: divide by the normaliser once (it is >= 1 after max subtraction).
+            value = kMap == FeatureMap::kSoftmax ? sum / finalSum[i] : sum;
+        }
+        context[index] = value;
+    }
+}
+
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams const p)
+{
+    float* const shared = sharedFloats();
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const featurePad = roundUp4(dk);
+    int const valuePad = roundUp4(d);
+    int const contextColumns = roundUp4(d + 1);
+    int const tokenTile = p.outputTokenTile;
+    float* const phiT = shared;                                         // [featurePad][tokenTile]
+    float* const context = phiT + featurePad * tokenTile;               // [featurePad][contextColumns]
+    float* const staged = context + featurePad * contextColumns;        // [tokenTile][valuePad]
+
+    int const tileBegin = blockIdx.x * tokenTile;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const count = min(tokenTile, p.tokens - tileBegin);
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
+    T const* __restrict__ qPtr = static_cast<T const*>(p.q) + static_cast<int64_t>(batch) * p.inBatchStride
+        + head * p.inHeadStride * p.inChannelStride;
+    T* __restrict__ outPtr = static_cast<T*>(p.out) + static_cast<int64_t>(batch) * p.outBatchStride
+        + head * p.outHeadStride * p.outChannelStride;
+
+    float qtAlpha = 0.0F;
+    float qtLinear = 0.0F;
+    float qtGamma = 0.0F;
+    if (kMap == FeatureMap::kQuadraticTaylor)
+    {
+        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
+    }
+
+    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+    {
+        context[index] = contextGlobal[index];
+    }
+    for (int index = threadIdx.x; index < (featurePad - dk) * tokenTile; index += blockDim.x)
+    {
+        phiT[dk * tokenTile + index] = 0.0F;
+    }
+    for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+    {
+        int n;
+        int c;
+        if (kTokenMajor)
+        {
+            n = index / d;
+            c = index - n * d;
+        }
+        else
+        {
+            c = index / tokenTile;
+            n = index - c * tokenTile;
+        }
+        bool const valid = n < count;
+        float const x = valid
+            ? loadFloat(qPtr, static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride)
+            : 0.0F;
+        if (kMap == FeatureMap::kSoftmax)
+        {
+            phiT[c * tokenTile + n] = x;
+        }
+        else if (kMap == FeatureMap::kRelu)
+        {
+            phiT[c * tokenTile + n] = fmaxf(x, 0.0F);
+        }
+        else
+        {
+            phiT[c * tokenTile + n] = qtAlpha * x * x;
+            phiT[(d + c) * tokenTile + n] = qtLinear * x;
+            if (c == 0)
+            {
+                phiT[2 * d * tokenTile + n] = valid ? qtGamma : 0.0F;
+            }
+        }
+    }
+    __syncthreads();
+    if (kMap == FeatureMap::kSoftmax)
+    {
+        // Feature softmax numerator per token; the denominator comes out of the context's ones column.
+        for (int n = threadIdx.x; n < tokenTile; n += blockDim.x)
+        {
+            float maximum = -INFINITY;
+            for (int c = 0; c < d; ++c)
+            {
+                maximum = fmaxf(maximum, phiT[c * tokenTile + n]);
+            }
+            for (int c = 0; c < d; ++c)
+            {
+                float* const entry = phiT + c * tokenTile + n;
+                *entry = n < count ? exp2f((*entry - maximum) * kLog2e) : 0.0F;
+            }
+        }
+        __syncthreads();
+    }
+
+    int const tilesJ = valuePad / 4;
+    int const tiles = (tokenTile / 4) * tilesJ;
+    for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+    {
+        int const n0 = (tile / tilesJ) * 4;
+        int const j0 = (tile % tilesJ) * 4;
+        float acc[4][4];
+        zeroTile4x4(acc);
+        float denominator[4] = {0.0F, 0.0F, 0.0F, 0.0F};
+#pragma unroll 4
+        for (int i = 0; i < dk; ++i)
+        {
+            float4 const a = *reinterpret_cast<float4 const*>(phiT + i * tokenTile + n0);
+            float4 const b = *reinterpret_cast<float4 const*>(context + i * contextColumns + j0);
+            float const normaliser = context[i * contextColumns + d];
+            float const av[4] = {a.x, a.y, a.z, a.w};
+            float const bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+                denominator[r] = fmaf(av[r], normaliser, denominator[r]);
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+            float const inverse = 1.0F / (denominator[r] + p.eps);
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                staged[(n0 + r) * valuePad + j0 + c] = acc[r][c] * inverse;
+            }
+        }
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+    {
+        int n;
+        int c;
+        if (kTokenMajor)
+        {
+            n = index / d;
+            c = index - n * d;
+        }
+        else
+        {
+            c = index / tokenTile;
+            n = index - c * tokenTile;
+        }
+        if (n < count)
+        {
+            outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]
+                = fromFloat<T>(staged[n * valuePad + c]);
+        }
+    }
+}
+
+//! Enqueues the three kernels. The caller has validated shapes, the plan and the workspace.
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
+    cudaStream_t stream, char const* function)
+{
+    size_t const contextBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.featurePad
+        * plan.contextColumns * sizeof(float));
+    params.context = static_cast<float*>(workspace);
+    params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
+    params.splits = plan.splits;
+    params.tokensPerSplit = plan.tokensPerSplit;
+    params.reduceTokenTile = plan.reduceTokenTile;
+    params.reduceGroups = plan.reduceGroups;
+    params.outputTokenTile = plan.outputTokenTile;
+
+    dim3 const reduceGrid(plan.splits, params.heads, batch);
+    linearReduceKernel<T, kMap, kTokenMajor>
+        <<<reduceGrid, plan.reduceThreads, plan.reduceSharedBytes, stream>>>(params);
+    int status = checkLaunch(function, "linearReduceKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const combineGrid(params.heads, batch);
+    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
+    status = checkLaunch(function, "linearCombineKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const outputGrid(ceilDiv(params.tokens, plan.outputTokenTile), params.heads, batch);
+    linearOutputKernel<T, kMap, kTokenMajor>
+        <<<outputGrid, plan.outputThreads, plan.outputSharedBytes, stream>>>(params);
+    return checkLaunch(function, "linearOutputKernel");
+}
+
+} // namespace kernels
+} // namespace edgeattn
+
+#endif // EDGEATTN_COMMON_LINEAR_ATTENTION_CUH

@@ -1,0 +1,123 @@
+/*
+ * edgeattn kernels: plain C ABI over the CUDA kernels of the four custom attention ops.
+ *
+ * This header is the whole interface of libedgeattn_kernels.so (which builds without TensorRT) and of the
+ * edgeattn_* symbols that libedgeattn_plugins.so re-exports. Every launcher
+ *   - takes device pointers, sizes, a dtype (all tensors of one call share it) and a CUDA stream (as void*,
+ *     so callers need no CUDA headers: pass a cudaStream_t, or 0 for the legacy default stream),
+ *   - validates its arguments and returns EDGEATTN_STATUS_SUCCESS or an error code; the reason is available as
+ *     one line from edgeattn_last_error() (thread-local, valid until the next call on the same thread),
+ *   - only enqueues work (no synchronisation, no allocation, no host<->device copies), so it can be captured in
+ *     a CUDA graph; asynchronous kernel faults surface at the caller's next synchronisation.
+ * Semantics are the op contract in export/schemas/<OpType>.yaml. All accumulation is FP32 for FP16 I/O.
+ *
+ * Layouts (row-major, contiguous):
+ *   token tensors         (B, N, C), channel c belongs to head c / head_dim, head_dim = C / num_heads
+ *   LiteMLA qkv / out     (B, G*3*head_dim, H, W) / (B, G*head_dim, H, W), per group [q | k | v]
+ *   SOFT landmarks        (B, M, C)
+ */
+#ifndef EDGEATTN_KERNELS_H
+#define EDGEATTN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define EDGEATTN_API __declspec(dllexport)
+#else
+#define EDGEATTN_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a signature or an enum value below changes. */
+#define EDGEATTN_KERNELS_ABI_VERSION 1
+
+typedef enum edgeattn_status
+{
+    EDGEATTN_STATUS_SUCCESS = 0,
+    EDGEATTN_STATUS_INVALID_ARGUMENT = 1, /* shapes/attributes violate the op contract */
+    EDGEATTN_STATUS_UNSUPPORTED = 2,      /* valid per contract but beyond this build's limits (e.g. head_dim) */
+    EDGEATTN_STATUS_WORKSPACE_TOO_SMALL = 3,
+    EDGEATTN_STATUS_CUDA_ERROR = 4        /* a kernel launch failed */
+} edgeattn_status;
+
+typedef enum edgeattn_dtype
+{
+    EDGEATTN_DTYPE_FLOAT32 = 0,
+    EDGEATTN_DTYPE_FLOAT16 = 1
+} edgeattn_dtype;
+
+typedef enum edgeattn_padding
+{
+    EDGEATTN_PADDING_NONE = 0,
+    EDGEATTN_PADDING_ZEROS = 1,
+    EDGEATTN_PADDING_MASKED = 2
+} edgeattn_padding;
+
+typedef enum edgeattn_lite_mla_kernel
+{
+    EDGEATTN_LITE_MLA_RELU = 0,
+    EDGEATTN_LITE_MLA_QUADRATIC_TAYLOR = 1
+} edgeattn_lite_mla_kernel;
+
+/* Library information. */
+EDGEATTN_API int edgeattn_kernels_abi_version(void);
+/* One line, e.g. "edgeattn kernels 0.1.0; abi 1; cuda 13000; archs 75;87;90". */
+EDGEATTN_API const char* edgeattn_kernels_build_info(void);
+EDGEATTN_API const char* edgeattn_status_string(int status);
+/* Why the last call on this thread failed ("" after a success). */
+EDGEATTN_API const char* edgeattn_last_error(void);
+
+/*
+ * EdgeAttnBlockifyAttention: softmax attention inside non-overlapping window_size x window_size windows of the
+ * height x width token map (N = height * width), optional per-window depthwise 3x3 LePE on v.
+ * lepe_weight (C, 1, 3, 3) and lepe_bias (C) are device pointers of the same dtype, or both NULL (has_lepe = 0).
+ * scale <= 0 means head_dim ** -0.5. padding: edgeattn_padding. No workspace.
+ */
+EDGEATTN_API size_t edgeattn_blockify_attention_workspace_size(
+    int batch, int height, int width, int channels, int num_heads, int window_size);
+EDGEATTN_API int edgeattn_blockify_attention(const void* q, const void* k, const void* v, const void* lepe_weight,
+    const void* lepe_bias, void* out, int batch, int height, int width, int channels, int num_heads,
+    int window_size, float scale, int padding, int dtype, void* stream);
+
+/*
+ * EdgeAttnEfficientAttention (EFFATT): per head, softmax of q over features, softmax of k over tokens,
+ * out = q_hat (k_hat^T v). Workspace: FP32 split-N partial contexts plus the final per-head context.
+ */
+EDGEATTN_API size_t edgeattn_efficient_attention_workspace_size(
+    int batch, int tokens, int channels, int num_heads);
+EDGEATTN_API int edgeattn_efficient_attention(const void* q, const void* k, const void* v, void* out, int batch,
+    int tokens, int channels, int num_heads, int dtype, void* workspace, size_t workspace_bytes, void* stream);
+
+/*
+ * EdgeAttnLiteMLA: ReLU or compact quadratic-Taylor linear attention on NCHW qkv (channels_in = G*3*head_dim),
+ * out = num / (den + eps) in FP32. qt_alpha/qt_beta/qt_gamma are HOST arrays of qt_count (1 or G) floats,
+ * read only for kernel = EDGEATTN_LITE_MLA_QUADRATIC_TAYLOR (may be NULL otherwise); they are passed to the
+ * kernels by value, so the arrays need not outlive the call.
+ */
+EDGEATTN_API size_t edgeattn_lite_mla_workspace_size(
+    int batch, int channels_in, int height, int width, int head_dim, int kernel);
+EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int batch, int channels_in, int height, int width,
+    int head_dim, int kernel, float eps, const float* qt_alpha, const float* qt_beta, const float* qt_gamma,
+    int qt_count, int dtype, void* workspace, size_t workspace_bytes, void* stream);
+
+/*
+ * EdgeAttnSoftKernelAttention (SOFT / SOFT++): Gaussian-kernel Nystrom attention with tied Q = K,
+ * out = P^T (M (P v)), M from a fixed-count Newton-Raphson pseudo-inverse of the landmark kernel A
+ * (symmetric_norm = 1: M = diag(s) X diag(s), s = rowsum(A) ** -0.5). The inverse runs in shared memory
+ * for small M (M = 49 at 224^2) and in the workspace otherwise; the workspace size accounts for both.
+ */
+EDGEATTN_API size_t edgeattn_soft_kernel_attention_workspace_size(
+    int batch, int tokens, int num_landmarks, int channels, int num_heads);
+EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const void* landmarks, const void* v, void* out,
+    int batch, int tokens, int num_landmarks, int channels, int num_heads, int newton_iters, int symmetric_norm,
+    int dtype, void* workspace, size_t workspace_bytes, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EDGEATTN_KERNELS_H */

@@ -1,0 +1,768 @@
+/*
+ * EdgeAttnSoftKernelAttention (SOFT / SOFT++): out = P^T (M (P v)) per (batch, head), with
+ *   P[i, n] = exp(-max(0, |l_i|^2 + |q_n|^2 - 2 l_i . q_n) / 2)   (landmarks x tokens, never materialised)
+ *   A[i, j] = the same kernel between landmarks; X = Newton-Raphson pseudo-inverse of A (fixed iteration count,
+ *   per-matrix step X_0 = A / max_rowsum(A)^2); M = diag(s) X diag(s), s = rowsum(A)^-1/2 (SOFT++) or M = X.
+ *
+ * Four launches, all FP32 inside:
+ *   1. softNewtonKernel   grid (heads, batch): A (a GEMM of the landmarks with a Gaussian epilogue), the NR loop
+ *      X <- 2X - X A X with A, X and two temporaries resident in shared memory when M is small (M = 49:
+ *      ~44 KB), or in the workspace (L2-resident) for large M (M = 144 / 256 at 384^2 / 512^2); writes M.
+ *      X stays exactly symmetric (the update is symmetrised), so X serves as its own transpose in the
+ *      k-major micro-GEMMs.
+ *   2. softPass1Kernel    grid (splits x landmark chunks, heads, batch): partial Y1 = P v over a token range;
+ *      the P tile is recomputed on the fly (GEMM of the q tile with the landmark chunk + Gaussian epilogue).
+ *   3. softProjectKernel  grid (heads, batch): Y1 = sum of the partials, Y2 = M Y1.
+ *   4. softPass2Kernel    grid (token tiles, heads, batch): out = P^T Y2, looping over landmark chunks.
+ * The squared distance is clamped at 0 (cancellation), so every kernel value is in (0, 1].
+ */
+#include "common/deviceUtils.cuh"
+#include "common/kernelStatus.h"
+
+#include <algorithm>
+
+namespace edgeattn
+{
+namespace kernels
+{
+namespace
+{
+
+constexpr int kSoftTokensPerSplit = 256;
+constexpr int kSoftMaxSplits = 256;
+constexpr int kSoftPassThreads = 256;
+constexpr int kSoftTilesPerThread = 2;
+constexpr int kNewtonSharedThreads = 256;
+constexpr int kNewtonGlobalThreads = 512;
+
+struct SoftParams
+{
+    void const* q;
+    void const* landmarks;
+    void const* v;
+    void* out;
+    int tokens;
+    int numLandmarks; // M
+    int channels;
+    int heads;
+    int headDim;
+    int landmarkPad; // M rounded up to 4
+    int headPad;     // head_dim rounded up to 4
+    int newtonIters;
+    int symmetricNorm;
+    int tokenTile;
+    int landmarkTile;
+    int splits;
+    int tokensPerSplit;
+    float* newtonScratch; // global-memory NR buffers (large M only)
+    float* mMatrix;       // [problem][Mp][Mp]
+    float* partials;      // [problem][splits][Mp][dPad]
+    float* y1;            // [problem][Mp][dPad]
+    float* y2;            // [problem][Mp][dPad]
+};
+
+struct SoftPlan
+{
+    int landmarkPad;
+    int headPad;
+    bool newtonInShared;
+    size_t newtonFloats;
+    int tokenTile;
+    int landmarkTile;
+    size_t passSharedBytes;
+    int splits;
+    int tokensPerSplit;
+};
+
+size_t newtonFloats(int landmarkPad, int headDim)
+{
+    size_t const square = static_cast<size_t>(landmarkPad) * landmarkPad;
+    size_t const landmarksT = static_cast<size_t>(headDim) * landmarkPad;
+    return 3 * square + std::max(square, landmarksT) + 2 * static_cast<size_t>(landmarkPad) + 32;
+}
+
+size_t passSharedFloats(int tokenTile, int landmarkTile, int headDim, int headPad)
+{
+    size_t const common = static_cast<size_t>(headDim) * (tokenTile + landmarkTile)
+        + static_cast<size_t>(tokenTile) * landmarkTile + tokenTile + landmarkTile;
+    // pass 1 stages v [tokenTile][dPad]; pass 2 stages Y2 [landmarkTile][dPad]
+    return common + static_cast<size_t>(std::max(tokenTile, landmarkTile)) * headPad;
+}
+
+int softSplits(int tokens, int* tokensPerSplit)
+{
+    int perSplit = kSoftTokensPerSplit;
+    if (ceilDiv(tokens, kSoftTokensPerSplit) > kSoftMaxSplits)
+    {
+        perSplit = ceilDiv(ceilDiv(tokens, kSoftMaxSplits), kSoftTokensPerSplit) * kSoftTokensPerSplit;
+    }
+    *tokensPerSplit = perSplit;
+    return ceilDiv(tokens, perSplit);
+}
+
+bool planSoft(int tokens, int numLandmarks, int headDim, SoftPlan* plan, char const** reason)
+{
+    SoftPlan result;
+    result.landmarkPad = roundUp4(numLandmarks);
+    result.headPad = roundUp4(headDim);
+    result.newtonFloats = newtonFloats(result.landmarkPad, headDim);
+    result.newtonInShared = result.newtonFloats * sizeof(float) <= kMaxSharedBytes;
+    static int const kCandidates[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}};
+    result.tokenTile = 0;
+    for (auto const& candidate : kCandidates)
+    {
+        int const tokenTile = candidate[0];
+        int const landmarkTile = candidate[1];
+        size_t const bytes = passSharedFloats(tokenTile, landmarkTile, headDim, result.headPad) * sizeof(float);
+        int const pass1Tiles = (landmarkTile / 4) * (result.headPad / 4);
+        int const pass2Tiles = (tokenTile / 4) * (result.headPad / 4);
+        int const maxTiles = kSoftPassThreads * kSoftTilesPerThread;
+        if (bytes <= kMaxSharedBytes && pass1Tiles <= maxTiles && pass2Tiles <= maxTiles)
+        {
+            result.tokenTile = tokenTile;
+            result.landmarkTile = landmarkTile;
+            result.passSharedBytes = bytes;
+            break;
+        }
+    }
+    if (result.tokenTile == 0)
+    {
+        *reason = "head_dim too large for the 48 KB shared-memory budget of the token passes";
+        return false;
+    }
+    result.splits = softSplits(tokens, &result.tokensPerSplit);
+    *plan = result;
+    return true;
+}
+
+struct SoftWorkspaceLayout
+{
+    size_t mMatrix;
+    size_t y1;
+    size_t y2;
+    size_t partials;
+    size_t newton;
+    size_t total;
+};
+
+SoftWorkspaceLayout softWorkspaceLayout(int batch, int tokens, int numLandmarks, int heads, int headDim)
+{
+    SoftWorkspaceLayout layout;
+    size_t const problems = static_cast<size_t>(batch) * heads;
+    size_t const landmarkPad = static_cast<size_t>(roundUp4(numLandmarks));
+    size_t const headPad = static_cast<size_t>(roundUp4(headDim));
+    size_t const splits = static_cast<size_t>(std::min(ceilDiv(tokens, kSoftTokensPerSplit), kSoftMaxSplits));
+    size_t const nrFloats = newtonFloats(static_cast<int>(landmarkPad), headDim);
+    bool const newtonInShared = nrFloats * sizeof(float) <= kMaxSharedBytes;
+    layout.mMatrix = 0;
+    layout.y1 = layout.mMatrix + alignUp(problems * landmarkPad * landmarkPad * sizeof(float));
+    layout.y2 = layout.y1 + alignUp(problems * landmarkPad * headPad * sizeof(float));
+    layout.partials = layout.y2 + alignUp(problems * landmarkPad * headPad * sizeof(float));
+    layout.newton = layout.partials + alignUp(problems * splits * landmarkPad * headPad * sizeof(float));
+    layout.total = layout.newton + (newtonInShared ? 0 : alignUp(problems * nrFloats * sizeof(float)));
+    return layout;
+}
+
+template <typename T, bool kShared>
+__global__ void __launch_bounds__(512) softNewtonKernel(SoftParams const p)
+{
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int const m = p.numLandmarks;
+    int const mp = p.landmarkPad;
+    int const d = p.headDim;
+    size_t const square = static_cast<size_t>(mp) * mp;
+    size_t const landmarkFloats = static_cast<size_t>(d) * mp;
+    size_t const upperFloats = square > landmarkFloats ? square : landmarkFloats;
+    float* const base = kShared ? sharedFloats()
+                                : p.newtonScratch
+            + problem * (3 * square + upperFloats + 2 * static_cast<size_t>(mp) + 32);
+    float* const a = base;
+    float* x = a + square;
+    float* const t = x + square;
+    float* const u = t + square;                 // also holds the transposed landmarks before the loop
+    float* const landmarksT = u;                 // [d][mp]
+    float* const rowSum = u + upperFloats;       // [mp]
+    float* const norms = rowSum + mp;            // [mp]
+    float* const scratch = norms + mp;           // [32]
+
+    for (size_t index = threadIdx.x; index < 3 * square + upperFloats; index += blockDim.x)
+    {
+        base[index] = 0.0F;
+    }
+    __syncthreads();
+    T const* __restrict__ landmarkPtr = static_cast<T const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+    for (int index = threadIdx.x; index < m * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const c = index - i * d;
+        landmarksT[c * mp + i] = loadFloat(landmarkPtr, static_cast<int64_t>(i) * p.channels + c);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < mp; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int c = 0; c < d; ++c)
+        {
+            float const value = landmarksT[c * mp + i];
+            sum = fmaf(value, value, sum);
+        }
+        norms[i] = sum;
+    }
+    __syncthreads();
+
+    int const tilesPerSide = mp / 4;
+    int const tiles = tilesPerSide * tilesPerSide;
+    // A[i][j] = exp(-max(0, |l_i|^2 + |l_j|^2 - 2 l_i.l_j) / 2); the (i, j) and (j, i) entries see identical
+    // products in identical order, so A is exactly symmetric.
+    for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+    {
+        int const i0 = (tile / tilesPerSide) * 4;
+        int const j0 = (tile % tilesPerSide) * 4;
+        float acc[4][4];
+        zeroTile4x4(acc);
+        mmaTile4x4(acc, landmarksT, mp, i0, landmarksT, mp, j0, d);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                int const i = i0 + r;
+                int const j = j0 + c;
+                a[i * mp + j] = (i < m && j < m) ? gaussianKernel(norms[i], norms[j], acc[r][c]) : 0.0F;
+            }
+        }
+    }
+    __syncthreads();
+
+    float localMax = 0.0F;
+    for (int i = threadIdx.x; i < mp; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int j = 0; j < mp; ++j)
+        {
+            sum += a[i * mp + j];
+        }
+        rowSum[i] = sum;
+        localMax = fmaxf(localMax, sum);
+    }
+    // Per-matrix step (no batch-wide statistic): X_0 = A / max_rowsum(A)^2. max_rowsum >= 1 (diag is 1).
+    float const maxRowSum = blockReduceMax(localMax, scratch);
+    float const step = 1.0F / (maxRowSum * maxRowSum);
+    for (size_t index = threadIdx.x; index < square; index += blockDim.x)
+    {
+        x[index] = step * a[index];
+    }
+    __syncthreads();
+
+    for (int iteration = 0; iteration < p.newtonIters; ++iteration)
+    {
+        // t = A X  (as t[i][j] = sum_k A[k][i] X[k][j]; A symmetric)
+        for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+        {
+            int const i0 = (tile / tilesPerSide) * 4;
+            int const j0 = (tile % tilesPerSide) * 4;
+            float acc[4][4];
+            zeroTile4x4(acc);
+            mmaTile4x4(acc, a, mp, i0, x, mp, j0, mp);
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    t[(i0 + r) * mp + j0 + c] = acc[r][c];
+                }
+            }
+        }
+        __syncthreads();
+        // u = t^T X = X A X  (X, A symmetric)
+        for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+        {
+            int const i0 = (tile / tilesPerSide) * 4;
+            int const j0 = (tile % tilesPerSide) * 4;
+            float acc[4][4];
+            zeroTile4x4(acc);
+            mmaTile4x4(acc, t, mp, i0, x, mp, j0, mp);
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    u[(i0 + r) * mp + j0 + c] = acc[r][c];
+                }
+            }
+        }
+        __syncthreads();
+        // X <- 2X - XAX, symmetrised (XAX is symmetric in exact arithmetic).
+        for (size_t index = threadIdx.x; index < square; index += blockDim.x)
+        {
+            int const i = static_cast<int>(index / mp);
+            int const j = static_cast<int>(index - static_cast<size_t>(i) * mp);
+            x[index] = 2.0F * x[index] - 0.5F * (u[index] + u[j * mp + i]);
+        }
+        __syncthreads();
+    }
+
+    // M = diag(s) X diag(s) with s = rowsum(A)^-1/2 (SOFT++), or X (SOFT). x * (s_i * s_j) keeps M symmetric.
+    float* const mMatrix = p.mMatrix + problem * square;
+    for (size_t index = threadIdx.x; index < square; index += blockDim.x)
+    {
+        int const i = static_cast<int>(index / mp);
+        int const j = static_cast<int>(index - static_cast<size_t>(i) * mp);
+        float value = x[index];
+        if (p.symmetricNorm != 0)
+        {
+            float const si = i < m ? rsqrtf(rowSum[i]) : 0.0F;
+            float const sj = j < m ? rsqrtf(rowSum[j]) : 0.0F;
+            value *= si * sj;
+        }
+        mMatrix[index] = value;
+    }
+}
+
+//! Loads q (tile of tokens) transposed into qT [d][tokenTile] and returns nothing; rows past count are zero.
+template <typename T>
+__device__ __forceinline__ void loadTokenTileTransposed(
+    T const* __restrict__ src, int64_t channels, int tokenBegin, int count, int tokenTile, int d, float* qT)
+{
+    for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+    {
+        int const n = index / d;
+        int const c = index - n * d;
+        qT[c * tokenTile + n] = n < count ? loadFloat(src, static_cast<int64_t>(tokenBegin + n) * channels + c) : 0.0F;
+    }
+}
+
+//! Loads landmarks [begin, begin + landmarkTile) transposed into lT [d][landmarkTile]; rows >= M are zero.
+template <typename T>
+__device__ __forceinline__ void loadLandmarkTileTransposed(
+    T const* __restrict__ src, int64_t channels, int begin, int m, int landmarkTile, int d, float* lT)
+{
+    for (int index = threadIdx.x; index < landmarkTile * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const c = index - i * d;
+        lT[c * landmarkTile + i]
+            = begin + i < m ? loadFloat(src, static_cast<int64_t>(begin + i) * channels + c) : 0.0F;
+    }
+}
+
+__device__ __forceinline__ void columnNorms(float const* matrixT, int columns, int rows, float* norms)
+{
+    for (int column = threadIdx.x; column < columns; column += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int row = 0; row < rows; ++row)
+        {
+            float const value = matrixT[row * columns + column];
+            sum = fmaf(value, value, sum);
+        }
+        norms[column] = sum;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams const p)
+{
+    float* const shared = sharedFloats();
+    int const d = p.headDim;
+    int const dPad = p.headPad;
+    int const tokenTile = p.tokenTile;
+    int const landmarkTile = p.landmarkTile;
+    float* const landmarksT = shared;                                 // [d][landmarkTile]
+    float* const queriesT = landmarksT + d * landmarkTile;            // [d][tokenTile]
+    float* const kernelTile = queriesT + d * tokenTile;               // [tokenTile][landmarkTile]
+    float* const values = kernelTile + tokenTile * landmarkTile;      // [tokenTile][dPad]
+    float* const landmarkNorms = values + (tokenTile > landmarkTile ? tokenTile : landmarkTile) * dPad;
+    float* const queryNorms = landmarkNorms + landmarkTile;
+
+    int const chunks = ceilDiv(p.landmarkPad, landmarkTile);
+    int const split = blockIdx.x / chunks;
+    int const chunk = blockIdx.x - split * chunks;
+    int const landmarkBegin = chunk * landmarkTile;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int const begin = split * p.tokensPerSplit;
+    int const end = min(p.tokens, begin + p.tokensPerSplit);
+    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    T const* __restrict__ qPtr = static_cast<T const*>(p.q) + tokenBase;
+    T const* __restrict__ vPtr = static_cast<T const*>(p.v) + tokenBase;
+    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
+
+    for (int index = threadIdx.x; index < tokenTile * dPad; index += blockDim.x)
+    {
+        values[index] = 0.0F; // padded value columns stay zero
+    }
+    loadLandmarkTileTransposed(lPtr, p.channels, landmarkBegin, p.numLandmarks, landmarkTile, d, landmarksT);
+    __syncthreads();
+    columnNorms(landmarksT, landmarkTile, d, landmarkNorms);
+
+    int const tilesJ = dPad / 4;
+    int const accumulatorTiles = (landmarkTile / 4) * tilesJ;
+    float acc[kSoftTilesPerThread][4][4];
+#pragma unroll
+    for (int s = 0; s < kSoftTilesPerThread; ++s)
+    {
+        zeroTile4x4(acc[s]);
+    }
+
+    for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
+    {
+        int const count = min(tokenTile, end - tileBegin);
+        __syncthreads();
+        loadTokenTileTransposed(qPtr, p.channels, tileBegin, count, tokenTile, d, queriesT);
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int const n = index / d;
+            int const c = index - n * d;
+            values[n * dPad + c] = n < count ? loadFloat(vPtr, static_cast<int64_t>(tileBegin + n) * p.channels + c) : 0.0F;
+        }
+        __syncthreads();
+        columnNorms(queriesT, tokenTile, d, queryNorms);
+        __syncthreads();
+        int const kernelTiles = (tokenTile / 4) * (landmarkTile / 4);
+        int const tilesI = landmarkTile / 4;
+        for (int tile = threadIdx.x; tile < kernelTiles; tile += blockDim.x)
+        {
+            int const n0 = (tile / tilesI) * 4;
+            int const i0 = (tile % tilesI) * 4;
+            float dots[4][4];
+            zeroTile4x4(dots);
+            mmaTile4x4(dots, queriesT, tokenTile, n0, landmarksT, landmarkTile, i0, d);
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    bool const valid = n0 + r < count && landmarkBegin + i0 + c < p.numLandmarks;
+                    kernelTile[(n0 + r) * landmarkTile + i0 + c]
+                        = valid ? gaussianKernel(queryNorms[n0 + r], landmarkNorms[i0 + c], dots[r][c]) : 0.0F;
+                }
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < kSoftTilesPerThread; ++s)
+        {
+            int const tile = threadIdx.x + s * blockDim.x;
+            if (tile < accumulatorTiles)
+            {
+                int const i0 = (tile / tilesJ) * 4;
+                int const j0 = (tile % tilesJ) * 4;
+                mmaTile4x4(acc[s], kernelTile, landmarkTile, i0, values, dPad, j0, count);
+            }
+        }
+    }
+
+    float* const partial = p.partials + (problem * p.splits + split) * p.landmarkPad * dPad;
+#pragma unroll
+    for (int s = 0; s < kSoftTilesPerThread; ++s)
+    {
+        int const tile = threadIdx.x + s * blockDim.x;
+        if (tile < accumulatorTiles)
+        {
+            int const i0 = (tile / tilesJ) * 4;
+            int const j0 = (tile % tilesJ) * 4;
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+                int const row = landmarkBegin + i0 + r;
+                if (row < p.landmarkPad)
+                {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c)
+                    {
+                        partial[static_cast<int64_t>(row) * dPad + j0 + c] = acc[s][r][c];
+                    }
+                }
+            }
+        }
+    }
+}
+
+__global__ void __launch_bounds__(256) softProjectKernel(SoftParams const p)
+{
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int const mp = p.landmarkPad;
+    int const dPad = p.headPad;
+    int64_t const size = static_cast<int64_t>(mp) * dPad;
+    float const* const partials = p.partials + problem * p.splits * size;
+    float* const y1 = p.y1 + problem * size;
+    float* const y2 = p.y2 + problem * size;
+    float const* const mMatrix = p.mMatrix + problem * mp * mp;
+
+    for (int64_t index = threadIdx.x; index < size; index += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int s = 0; s < p.splits; ++s)
+        {
+            sum += partials[s * size + index];
+        }
+        y1[index] = sum;
+    }
+    __syncthreads(); // makes this block's global writes of y1 visible to the whole block
+    int const tilesJ = dPad / 4;
+    int const tiles = (mp / 4) * tilesJ;
+    for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+    {
+        int const i0 = (tile / tilesJ) * 4;
+        int const j0 = (tile % tilesJ) * 4;
+        float acc[4][4];
+        zeroTile4x4(acc);
+        // y2[i][j] = sum_k M[i][k] y1[k][j] = sum_k M[k][i] y1[k][j]  (M symmetric)
+        mmaTile4x4(acc, mMatrix, mp, i0, y1, dPad, j0, mp);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                y2[(i0 + r) * dPad + j0 + c] = acc[r][c];
+            }
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSoftPassThreads, 1) softPass2Kernel(SoftParams const p)
+{
+    float* const shared = sharedFloats();
+    int const d = p.headDim;
+    int const dPad = p.headPad;
+    int const tokenTile = p.tokenTile;
+    int const landmarkTile = p.landmarkTile;
+    float* const landmarksT = shared;                                 // [d][landmarkTile]
+    float* const queriesT = landmarksT + d * landmarkTile;            // [d][tokenTile]
+    float* const kernelT = queriesT + d * tokenTile;                  // [landmarkTile][tokenTile]
+    float* const y2Tile = kernelT + tokenTile * landmarkTile;         // [landmarkTile][dPad]
+    float* const landmarkNorms = y2Tile + (tokenTile > landmarkTile ? tokenTile : landmarkTile) * dPad;
+    float* const queryNorms = landmarkNorms + landmarkTile;
+
+    int const tileBegin = blockIdx.x * tokenTile;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const count = min(tokenTile, p.tokens - tileBegin);
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    T const* __restrict__ qPtr = static_cast<T const*>(p.q) + tokenBase;
+    T* __restrict__ outPtr = static_cast<T*>(p.out) + tokenBase;
+    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
+    float const* const y2 = p.y2 + problem * p.landmarkPad * dPad;
+
+    loadTokenTileTransposed(qPtr, p.channels, tileBegin, count, tokenTile, d, queriesT);
+    __syncthreads();
+    columnNorms(queriesT, tokenTile, d, queryNorms);
+
+    int const tilesJ = dPad / 4;
+    int const outputTiles = (tokenTile / 4) * tilesJ;
+    float acc[kSoftTilesPerThread][4][4];
+#pragma unroll
+    for (int s = 0; s < kSoftTilesPerThread; ++s)
+    {
+        zeroTile4x4(acc[s]);
+    }
+
+    for (int landmarkBegin = 0; landmarkBegin < p.landmarkPad; landmarkBegin += landmarkTile)
+    {
+        int const chunk = min(landmarkTile, p.landmarkPad - landmarkBegin);
+        __syncthreads();
+        loadLandmarkTileTransposed(lPtr, p.channels, landmarkBegin, p.numLandmarks, landmarkTile, d, landmarksT);
+        for (int index = threadIdx.x; index < landmarkTile * dPad; index += blockDim.x)
+        {
+            int const row = landmarkBegin + index / dPad;
+            y2Tile[index] = row < p.landmarkPad ? y2[static_cast<int64_t>(landmarkBegin) * dPad + index] : 0.0F;
+        }
+        __syncthreads();
+        columnNorms(landmarksT, landmarkTile, d, landmarkNorms);
+        __syncthreads();
+        int const kernelTiles = (tokenTile / 4) * (landmarkTile / 4);
+        int const tilesI = landmarkTile / 4;
+        for (int tile = threadIdx.x; tile < kernelTiles; tile += blockDim.x)
+        {
+            int const n0 = (tile / tilesI) * 4;
+            int const i0 = (tile % tilesI) * 4;
+            float dots[4][4];
+            zeroTile4x4(dots);
+            mmaTile4x4(dots, queriesT, tokenTile, n0, landmarksT, landmarkTile, i0, d);
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    bool const valid = n0 + r < count && landmarkBegin + i0 + c < p.numLandmarks;
+                    kernelT[(i0 + c) * tokenTile + n0 + r]
+                        = valid ? gaussianKernel(queryNorms[n0 + r], landmarkNorms[i0 + c], dots[r][c]) : 0.0F;
+                }
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < kSoftTilesPerThread; ++s)
+        {
+            int const tile = threadIdx.x + s * blockDim.x;
+            if (tile < outputTiles)
+            {
+                int const n0 = (tile / tilesJ) * 4;
+                int const j0 = (tile % tilesJ) * 4;
+                mmaTile4x4(acc[s], kernelT, tokenTile, n0, y2Tile, dPad, j0, chunk);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int s = 0; s < kSoftTilesPerThread; ++s)
+    {
+        int const tile = threadIdx.x + s * blockDim.x;
+        if (tile < outputTiles)
+        {
+            int const n0 = (tile / tilesJ) * 4;
+            int const j0 = (tile % tilesJ) * 4;
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+            {
+                if (n0 + r < count)
+                {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c)
+                    {
+                        if (j0 + c < d)
+                        {
+                            outPtr[static_cast<int64_t>(tileBegin + n0 + r) * p.channels + j0 + c]
+                                = fromFloat<T>(acc[s][r][c]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
+int launchSoft(SoftParams const& params, SoftPlan const& plan, int batch, cudaStream_t stream, char const* function)
+{
+    dim3 const perProblem(params.heads, batch);
+    if (plan.newtonInShared)
+    {
+        softNewtonKernel<T, true>
+            <<<perProblem, kNewtonSharedThreads, plan.newtonFloats * sizeof(float), stream>>>(params);
+    }
+    else
+    {
+        softNewtonKernel<T, false><<<perProblem, kNewtonGlobalThreads, 0, stream>>>(params);
+    }
+    int status = checkLaunch(function, "softNewtonKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    int const chunks = ceilDiv(plan.landmarkPad, plan.landmarkTile);
+    dim3 const pass1Grid(plan.splits * chunks, params.heads, batch);
+    softPass1Kernel<T><<<pass1Grid, kSoftPassThreads, plan.passSharedBytes, stream>>>(params);
+    status = checkLaunch(function, "softPass1Kernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    softProjectKernel<<<perProblem, 256, 0, stream>>>(params);
+    status = checkLaunch(function, "softProjectKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const pass2Grid(ceilDiv(params.tokens, plan.tokenTile), params.heads, batch);
+    softPass2Kernel<T><<<pass2Grid, kSoftPassThreads, plan.passSharedBytes, stream>>>(params);
+    return checkLaunch(function, "softPass2Kernel");
+}
+
+} // namespace
+} // namespace kernels
+} // namespace edgeattn
+
+using namespace edgeattn::kernels;
+
+extern "C" EDGEATTN_API size_t edgeattn_soft_kernel_attention_workspace_size(
+    int batch, int tokens, int num_landmarks, int channels, int num_heads)
+{
+    if (batch <= 0 || tokens <= 0 || num_landmarks <= 0 || num_heads <= 0 || channels <= 0
+        || channels % num_heads != 0)
+    {
+        return 0;
+    }
+    return softWorkspaceLayout(batch, tokens, num_landmarks, num_heads, channels / num_heads).total;
+}
+
+extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const void* landmarks, const void* v,
+    void* out, int batch, int tokens, int num_landmarks, int channels, int num_heads, int newton_iters,
+    int symmetric_norm, int dtype, void* workspace, size_t workspace_bytes, void* stream)
+{
+    EDGEATTN_CHECK_ARG(isValidDtype(dtype), EDGEATTN_STATUS_INVALID_ARGUMENT, "dtype %d is not float32 (0) or float16 (1)", dtype);
+    EDGEATTN_CHECK_ARG(batch >= 0 && tokens >= 0 && channels > 0, EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "need batch >= 0, tokens >= 0, channels > 0 (got %d, %d, %d)", batch, tokens, channels);
+    EDGEATTN_CHECK_ARG(num_landmarks > 0, EDGEATTN_STATUS_INVALID_ARGUMENT, "need at least one landmark (got %d)", num_landmarks);
+    EDGEATTN_CHECK_ARG(num_heads > 0 && channels % num_heads == 0, EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "channels (%d) must be a positive multiple of num_heads (%d)", channels, num_heads);
+    EDGEATTN_CHECK_ARG(newton_iters >= 0, EDGEATTN_STATUS_INVALID_ARGUMENT, "newton_iters must be >= 0 (got %d)", newton_iters);
+    EDGEATTN_CHECK_ARG(symmetric_norm == 0 || symmetric_norm == 1, EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "symmetric_norm must be 0 or 1 (got %d)", symmetric_norm);
+    EDGEATTN_CHECK_ARG(num_landmarks <= 4096, EDGEATTN_STATUS_UNSUPPORTED, "num_landmarks %d > 4096 is not supported", num_landmarks);
+    EDGEATTN_CHECK_ARG(num_heads <= kMaxGridYZ && batch <= kMaxGridYZ, EDGEATTN_STATUS_UNSUPPORTED,
+        "num_heads (%d) and batch (%d) must be <= %d", num_heads, batch, kMaxGridYZ);
+    if (batch == 0 || tokens == 0)
+    {
+        return succeed();
+    }
+    EDGEATTN_CHECK_ARG(q != nullptr && landmarks != nullptr && v != nullptr && out != nullptr,
+        EDGEATTN_STATUS_INVALID_ARGUMENT, "q, landmarks, v and out must be device pointers");
+    int const headDim = channels / num_heads;
+    SoftPlan plan;
+    char const* reason = "";
+    EDGEATTN_CHECK_ARG(planSoft(tokens, num_landmarks, headDim, &plan, &reason), EDGEATTN_STATUS_UNSUPPORTED,
+        "head_dim %d: %s", headDim, reason);
+    SoftWorkspaceLayout const layout = softWorkspaceLayout(batch, tokens, num_landmarks, num_heads, headDim);
+    EDGEATTN_CHECK_ARG(workspace_bytes >= layout.total && workspace != nullptr, EDGEATTN_STATUS_WORKSPACE_TOO_SMALL,
+        "workspace of %zu bytes at %p; need %zu (edgeattn_soft_kernel_attention_workspace_size)", workspace_bytes,
+        workspace, layout.total);
+
+    char* const ws = static_cast<char*>(workspace);
+    SoftParams params;
+    params.q = q;
+    params.landmarks = landmarks;
+    params.v = v;
+    params.out = out;
+    params.tokens = tokens;
+    params.numLandmarks = num_landmarks;
+    params.channels = channels;
+    params.heads = num_heads;
+    params.headDim = headDim;
+    params.landmarkPad = plan.landmarkPad;
+    params.headPad = plan.headPad;
+    params.newtonIters = newton_iters;
+    params.symmetricNorm = symmetric_norm;
+    params.tokenTile = plan.tokenTile;
+    params.landmarkTile = plan.landmarkTile;
+    params.splits = plan.splits;
+    params.tokensPerSplit = plan.tokensPerSplit;
+    params.mMatrix = reinterpret_cast<float*>(ws + layout.mMatrix);
+    params.y1 = reinterpret_cast<float*>(ws + layout.y1);
+    params.y2 = reinterpret_cast<float*>(ws + layout.y2);
+    params.partials = reinterpret_cast<float*>(ws + layout.partials);
+    params.newtonScratch = plan.newtonInShared ? nullptr : reinterpret_cast<float*>(ws + layout.newton);
+
+    cudaStream_t const cudaStream = static_cast<cudaStream_t>(stream);
+    int const status = dtype == EDGEATTN_DTYPE_FLOAT16
+        ? launchSoft<__half>(params, plan, batch, cudaStream, __func__)
+        : launchSoft<float>(params, plan, batch, cudaStream, __func__);
+    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+}

@@ -1,0 +1,100 @@
+"""Fixtures for the plugin tests: tool discovery and one CMake build of the kernels library per session.
+
+Nothing here imports torch: the CPU tests of this area also run under Python 3.8 with click/PyYAML/numpy only.
+"""
+import hashlib
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from edgeattn._subprocess import run_command
+from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, cmake_build, find_nvcc
+
+
+@pytest.fixture(scope="session")
+def nvcc():
+    path = find_nvcc()
+    if path is None:
+        pytest.skip("nvcc not found (set CUDA_HOME or put nvcc on PATH): the CUDA kernels cannot be compiled here")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cmake():
+    path = shutil.which("cmake")
+    if path is None:
+        pytest.skip("cmake not found on PATH: the plugins/ CMake build cannot run")
+    return path
+
+
+KERNEL_BUILD_INPUTS = (".cu", ".cuh", ".cmake", ".map", "CMakeLists.txt", "kernels.h", "kernelStatus.h")
+
+
+def _sources_digest(nvcc, archs):
+    """Hash of everything the kernels build depends on: plugins/ sources, the nvcc version, the archs."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(PLUGINS_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "build")
+        for name in sorted(files):
+            if not name.endswith(KERNEL_BUILD_INPUTS):
+                continue  # the plugin glue, READMEs and tools do not change the kernels library
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, PLUGINS_DIR).encode())
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    digest.update(run_command([nvcc, "--version"], timeout=60).stdout.encode())
+    digest.update(archs.encode())
+    return digest.hexdigest()[:16]
+
+
+def _cached_kernels_build(nvcc, archs):
+    """Build libedgeattn_kernels.so for ``archs`` once; cached in the temp dir under a hash of the plugin sources,
+    the nvcc version and the archs (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild)."""
+    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + _sources_digest(nvcc, archs))
+    library = os.path.join(cache_dir, "libedgeattn_kernels.so")
+    marker = os.path.join(cache_dir, "BUILD_OK")
+    if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
+        build_dir = tempfile.mkdtemp(prefix="edgeattn-kernels-build-")
+        try:
+            configured, built = cmake_build(
+                PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON"})
+            assert configured.returncode == 0, "cmake configure failed:\n" + configured.output[-4000:]
+            assert built.returncode == 0, "kernels build failed:\n" + built.output[-6000:]
+            built_library = os.path.join(build_dir, "libedgeattn_kernels.so")
+            assert os.path.isfile(built_library), "build succeeded but {} is missing".format(built_library)
+            staging = tempfile.mkdtemp(prefix="edgeattn-kernels-stage-")
+            shutil.copy2(os.path.realpath(built_library), os.path.join(staging, "libedgeattn_kernels.so"))
+            with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
+                handle.write(built.output[-2000:])
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            try:
+                os.rename(staging, cache_dir)
+            except OSError:  # another session published the same build first
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            shutil.rmtree(build_dir, ignore_errors=True)
+    return {"dir": cache_dir, "library": library}
+
+
+@pytest.fixture(scope="session")
+def kernels_build(nvcc, cmake):
+    """libedgeattn_kernels.so built for sm_75, sm_87 and sm_90 (kernels only, no TensorRT), as CI builds it.
+
+    Cached (see _cached_kernels_build), so the suite's second pass (the Python 3.8 run of
+    tests/test_device_side.py) reuses the identical artefact instead of paying for nvcc again.
+    """
+    return _cached_kernels_build(nvcc, CI_ARCHS)
+
+
+@pytest.fixture(scope="session")
+def gpu_kernels_library():
+    """Path of a kernels library for this machine's GPU: $EDGEATTN_KERNELS_LIB, else a native-arch CMake build."""
+    explicit = os.environ.get("EDGEATTN_KERNELS_LIB")
+    if explicit:
+        return explicit
+    nvcc = find_nvcc()
+    if nvcc is None or shutil.which("cmake") is None:
+        pytest.skip("set EDGEATTN_KERNELS_LIB or install nvcc and cmake to build the kernels for this GPU")
+    return _cached_kernels_build(nvcc, "native")["library"]
