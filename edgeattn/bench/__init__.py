@@ -1,0 +1,183 @@
+"""Benchmarks with every iteration recorded: ONNX Runtime, TensorRT (Python) and trtexec behind one API.
+
+``run_benchmark`` returns the INTERFACES §5 record (schema ``edgeattn.bench/1``)::
+
+    {"schema": "edgeattn.bench/1",
+     "model": {"path", "name", "sha256", "kind": "onnx" | "engine"},
+     "backend": "onnxruntime" | "tensorrt" | "trtexec", "provider": "CPUExecutionProvider" | ...,
+     "batch", "threads", "precision": "fp32" | "fp16" | null,
+     "iterations", "warmup_s",
+     "latency_ms": {"mean", "min", "max", "p50", "p90", "p95", "p99", "std", "cov"},
+     "throughput_items_per_s",
+     "gpu_compute_ms": {...same keys...} | null,
+     "samples_ms": [...], "gpu_compute_samples_ms": [...] | null,
+     "window": {"start_unix", "end_unix", "source"},
+     "context": {...},                      # edgeattn.bench.context.run_context()
+     ...backend details ("providers", "inputs", "duration_s", "cuda_graph", "manifest", "trtexec", ...)}
+
+Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = batch x iterations / timed wall time.
+"""
+import os
+
+from .. import onnx_wire
+from .._io import sha256_file
+from ..engine import manifest as manifest_module
+from ..engine.console import warn
+from ..errors import EdgeAttnError
+from .context import run_context
+from .stats import latency_stats, throughput
+from .timing import check_run_length
+
+__all__ = ["run_benchmark", "latency_stats", "BACKENDS", "RESULT_SCHEMA"]
+
+RESULT_SCHEMA = "edgeattn.bench/1"
+BACKENDS = ("auto", "onnxruntime", "tensorrt", "trtexec")
+_ENGINE_BACKENDS = ("tensorrt", "trtexec")
+
+
+def _model_kind(path):
+    """``"onnx"`` or ``"engine"``, from the content (a ModelProto parses; an engine plan does not)."""
+    if not os.path.exists(path):
+        raise EdgeAttnError("no such file: {}".format(path))
+    if os.path.isdir(path):
+        raise EdgeAttnError("{} is a directory, not a model file".format(path))
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
+    if not data:
+        raise EdgeAttnError("{} is empty".format(path))
+    if onnx_wire.is_onnx_model(data):
+        return "onnx", data
+    if path.lower().endswith(".onnx"):
+        onnx_wire.load_model_bytes(path)  # raises the precise "not a valid ONNX model" message
+    return "engine", data
+
+
+def _tensorrt_importable():
+    try:
+        import tensorrt  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _choose_backend(backend, kind, trtexec):
+    if backend not in BACKENDS:
+        raise EdgeAttnError("unknown backend {!r} (choose {})".format(backend, ", ".join(BACKENDS)))
+    if kind == "onnx":
+        return "onnxruntime" if backend == "auto" else backend
+    if backend == "onnxruntime":
+        raise EdgeAttnError("ONNX Runtime runs ONNX files, not TensorRT engines; use --backend tensorrt or trtexec")
+    if backend != "auto":
+        return backend
+    if _tensorrt_importable():
+        try:
+            from .cuda import open_cuda
+            open_cuda()
+            return "tensorrt"
+        except EdgeAttnError:
+            pass
+    from ..doctor import find_trtexec
+
+    if find_trtexec(trtexec)[0]:
+        return "trtexec"
+    raise EdgeAttnError("no TensorRT runtime to run an engine: install TensorRT's Python bindings (with "
+                        "cuda-python or torch) or put trtexec on PATH; `edgeattn doctor` shows what is missing")
+
+
+def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=None, iterations=None,
+                  threads=None, cuda_graph=True, plugins=None, progress=None, provider=None, trtexec=None,
+                  timeout=None):
+    """Benchmark an ONNX file (ONNX Runtime, or trtexec) or a TensorRT engine (TensorRT Python or trtexec).
+
+    ``duration_s`` and ``iterations`` are exclusive (neither: 3 s); ``threads`` sets ONNX Runtime's intra-op
+    threads; ``provider`` picks ONNX Runtime's provider (auto, cpu, cuda, tensorrt); ``plugins`` is the plugin
+    library for engines with custom ops (default: the manifest's, then ``edgeattn.plugins``' search);
+    ``trtexec`` the trtexec executable. ``progress(fraction, message)`` is called while running.
+    Bad input raises :class:`EdgeAttnError`.
+    """
+    if int(batch) != batch or batch < 1:
+        raise EdgeAttnError("batch must be a positive integer, got {!r}".format(batch))
+    batch = int(batch)
+    if threads is not None and (int(threads) != threads or threads < 1):
+        raise EdgeAttnError("threads must be a positive integer, got {!r}".format(threads))
+    if warmup_s is None or warmup_s < 0:
+        raise EdgeAttnError("warm-up must be >= 0 s, got {!r}".format(warmup_s))
+    try:
+        duration_s, iterations = check_run_length(duration_s, iterations)
+    except ValueError as error:
+        raise EdgeAttnError(str(error))
+    model_path = os.fspath(model_path)
+    kind, data = _model_kind(model_path)
+    backend = _choose_backend(backend, kind, trtexec)
+    if threads is not None and backend != "onnxruntime":
+        warn("--threads only applies to ONNX Runtime; ignored for {}".format(backend))
+        threads = None
+
+    manifest = None
+    if kind == "engine":
+        manifest = manifest_module.read_manifest(model_path)
+        if manifest is None:
+            warn("{} has no manifest ({}); its TensorRT version and device cannot be checked before loading".format(
+                model_path, os.path.basename(manifest_module.manifest_path(model_path))))
+
+    if backend == "onnxruntime":
+        from . import onnxruntime_backend
+
+        part = onnxruntime_backend.run(model_path, batch, threads, provider, warmup_s, duration_s, iterations,
+                                       progress)
+        if part["provider"] != "CPUExecutionProvider":
+            from ..doctor import cuda_device
+
+            part["device"] = cuda_device()
+    elif backend == "tensorrt":
+        if kind != "engine":
+            raise EdgeAttnError("--backend tensorrt runs engines; build one first with `edgeattn build {}`".format(
+                model_path))
+        from ..engine import plugin_library
+        from . import tensorrt_backend
+
+        library = plugin_library.resolve(plugins, manifest_plugins=(manifest or {}).get("plugins"),
+                                         custom_ops=(manifest or {}).get("custom_ops") or (), load=False)
+        part = tensorrt_backend.run(model_path, data, manifest, batch, library["path"] if library else None,
+                                    warmup_s, duration_s, iterations, cuda_graph, progress)
+    else:
+        from . import trtexec_backend
+
+        part = trtexec_backend.run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterations,
+                                   cuda_graph, trtexec, progress, timeout=timeout)
+    del data
+
+    timed = part["timed"]
+    result = {
+        "schema": RESULT_SCHEMA,
+        "model": {"path": os.path.abspath(model_path),
+                  "name": os.path.splitext(os.path.basename(model_path))[0],
+                  "sha256": sha256_file(model_path), "kind": kind},
+        "backend": backend,
+        "provider": part["provider"],
+        "batch": batch,
+        "threads": part["threads"],
+        "precision": part["precision"],
+        "iterations": len(timed.samples_ms),
+        "warmup_s": float(warmup_s),
+        "latency_ms": latency_stats(timed.samples_ms),
+        "throughput_items_per_s": throughput(batch * len(timed.samples_ms), timed.elapsed_s),
+        "gpu_compute_ms": latency_stats(timed.device_ms) if timed.device_ms else None,
+        "samples_ms": [round(x, 6) for x in timed.samples_ms],
+        "gpu_compute_samples_ms": [round(x, 6) for x in timed.device_ms] if timed.device_ms else None,
+        "window": {"start_unix": timed.start_unix, "end_unix": timed.end_unix,
+                   "source": part.get("window_source", "host clock around the timed loop")},
+        "duration_s": timed.elapsed_s,
+        "warmup_iterations": timed.warmup_iterations,
+        "run_length": {"duration_s": duration_s, "iterations": iterations},
+        "cuda_graph": bool(cuda_graph) if backend in _ENGINE_BACKENDS else None,
+        "inputs": part.get("inputs"),
+        "providers": part.get("providers"),
+        "manifest": manifest_module.manifest_path(model_path) if manifest else None,
+        "context": run_context(device=part.get("device")),
+    }
+    result.update(part.get("extra") or {})
+    return result

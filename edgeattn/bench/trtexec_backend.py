@@ -1,0 +1,122 @@
+"""trtexec backend: per-iteration times from ``--exportTimes`` JSON, never from the console summary.
+
+End-to-end samples are trtexec's ``latencyMs`` (H2D + GPU compute + D2H, present in every version), GPU compute
+samples its ``computeMs``. Before 8.5 the export holds the warm-up iterations too; they are dropped with
+trtexec's own rule. The timed window is anchored at trtexec's exit (its timed phase ends the run) and spans the
+trace's walltime, so it is approximate by the time trtexec needs to print its report.
+"""
+import math
+import os
+import shutil
+import tempfile
+import time
+
+from .. import onnx_wire
+from ..doctor import cuda_device, find_trtexec
+from ..engine import manifest as manifest_module
+from ..engine import plugin_library
+from ..errors import EdgeAttnError
+from ..trtexec import flags, probe_version, run_trtexec
+from ..trtexec.exports import parse_times, timed_iterations, trace_samples
+from ..trtexec.log import explain_failure, parse_device
+from ..trtexec.version import version_from_output
+from .inputs import resolve_shape
+from .timing import TimedRun, check_run_length
+
+#: seconds allowed on top of warm-up + duration for loading (or building, for ONNX) and reporting
+LOAD_ALLOWANCE_S = 600
+BUILD_ALLOWANCE_S = 3600
+
+
+def locate(explicit=None):
+    """``(path, version)`` of the trtexec to use; raises with the places searched."""
+    path, searched = find_trtexec(explicit)
+    if path is None:
+        raise EdgeAttnError("trtexec not found (searched {}); install TensorRT's samples or pass --trtexec PATH"
+                            .format(", ".join(searched)))
+    return path, probe_version(path)
+
+
+def _onnx_shapes(model_path, batch):
+    data = onnx_wire.load_model_bytes(model_path)
+    shapes = []
+    dynamic = False
+    for entry in onnx_wire.read_graph_io(data)["inputs"]:
+        dims = resolve_shape(entry["name"], entry["shape"], batch)
+        dynamic = dynamic or any(not isinstance(d, int) for d in entry["shape"] or [])
+        shapes.append((entry["name"], dims))
+    return (shapes if dynamic else None), onnx_wire.read_custom_ops(data)
+
+
+def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterations, cuda_graph, trtexec,
+        progress, timeout=None):
+    duration_s, iterations = check_run_length(duration_s, iterations)
+    path, version = locate(trtexec)
+    custom_ops = []
+    if kind == "engine":
+        manifest_module.preflight(model_path, manifest, version, cuda_device())
+        shapes = manifest_module.check_batch(manifest, batch) if manifest else None
+        if shapes is None and batch != 1:
+            raise EdgeAttnError("cannot set batch {} for {}: it has no edgeattn manifest naming its inputs; "
+                                "build it with `edgeattn build`".format(batch, model_path))
+        library = plugin_library.resolve(plugins, manifest_plugins=(manifest or {}).get("plugins"),
+                                         custom_ops=(manifest or {}).get("custom_ops") or (), load="optional")
+    else:
+        shapes, custom_ops = _onnx_shapes(model_path, batch)
+        library = plugin_library.resolve(plugins, custom_ops=custom_ops, load="optional")
+
+    workdir = tempfile.mkdtemp(prefix="edgeattn-trtexec-")
+    try:
+        export_times = os.path.join(workdir, "times.json")
+        args = flags.bench_command(path, version, os.path.abspath(model_path), kind == "onnx", export_times,
+                                   shapes=shapes, plugin_library=library["path"] if library else None,
+                                   warmup_s=warmup_s, duration_s=duration_s, iterations=iterations,
+                                   cuda_graph=cuda_graph)
+        if timeout is None:
+            expected = warmup_s + (duration_s if duration_s is not None else iterations * 1.0)
+            timeout = int(math.ceil(expected)) + (BUILD_ALLOWANCE_S if kind == "onnx" else LOAD_ALLOWANCE_S)
+        if progress is not None:
+            progress(0.0, "running trtexec {} ({})".format(version, "build + timing" if kind == "onnx" else
+                                                            "timing"))
+        result = run_trtexec(args, timeout=timeout)
+        end_unix = time.time()
+        if result.returncode != 0:
+            raise EdgeAttnError(explain_failure(
+                result.output, result.returncode, version=version, model_path=model_path,
+                plugin_library=library["path"] if library else None,
+                creators=plugin_library.creator_tuples(library)))
+        try:
+            with open(export_times) as handle:
+                text = handle.read()
+        except OSError:
+            raise EdgeAttnError("trtexec {} reported success but wrote no --exportTimes file".format(version))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    run_version = version_from_output(result.output) or version
+    warmup_ms = warmup_s * 1000.0 if tuple(version) >= (8, 4) else math.ceil(warmup_s * 1000.0)
+    records = timed_iterations(parse_times(text), run_version, warmup_ms)
+    if not records:
+        raise EdgeAttnError("trtexec's --exportTimes file has no iterations after the warm-up")
+    series = trace_samples(records)
+    span_s = series["span_ms"] / 1000.0 if series["span_ms"] > 0 else sum(series["latency_ms"]) / 1000.0
+    if progress is not None:
+        progress(1.0, "{} iterations in {:.2f} s".format(len(records), span_s))
+    timed = TimedRun(series["latency_ms"], series["compute_ms"], end_unix - span_s, end_unix, span_s, None,
+                     float(warmup_s))
+    device = parse_device(result.stdout)
+    precision = ((manifest or {}).get("precision") or {}).get("precision") if kind == "engine" else "fp32"
+    return {
+        "timed": timed,
+        "provider": "trtexec {}".format(run_version),
+        "precision": precision,
+        "threads": None,
+        "device": {"name": device["name"], "compute_capability": device["compute_capability"],
+                   "source": "trtexec"} if device else None,
+        "inputs": {name: list(dims) for name, dims in shapes} if shapes else None,
+        "window_source": "trtexec exit time minus trace walltime (approximate)",
+        "extra": {"trtexec": {"path": path, "version": str(run_version), "command": args,
+                              "enqueue_ms_mean": (sum(series["enqueue_ms"]) / len(series["enqueue_ms"])
+                                                  if series["enqueue_ms"] else None),
+                              "plugins": library}},
+    }

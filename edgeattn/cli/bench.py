@@ -1,0 +1,87 @@
+"""``edgeattn bench``: latency distribution and throughput of an engine or ONNX file."""
+import json
+
+import click
+
+from ..errors import EdgeAttnError
+
+_PROVIDERS = ("auto", "cpu", "cuda", "tensorrt")
+
+
+def _format_summary(result, json_path):
+    stats = result["latency_ms"]
+    lines = [
+        "{name} ({kind}) on {backend} [{provider}], batch {batch}{threads}{precision}".format(
+            name=result["model"]["name"], kind=result["model"]["kind"], backend=result["backend"],
+            provider=result["provider"], batch=result["batch"],
+            threads=", threads {}".format(result["threads"]) if result["threads"] else "",
+            precision=", {}".format(result["precision"]) if result["precision"] else ""),
+        "  iterations   {} in {:.2f} s (warm-up {:g} s)".format(result["iterations"], result["duration_s"],
+                                                                result["warmup_s"]),
+        "  throughput   {:.2f} items/s".format(result["throughput_items_per_s"]),
+    ]
+    from ..bench.stats import format_stats
+
+    lines.append("  end-to-end   " + format_stats(stats))
+    if result["gpu_compute_ms"]:
+        lines.append("  GPU compute  " + format_stats(result["gpu_compute_ms"]))
+    if json_path and json_path != "-":
+        lines.append("  wrote {}".format(json_path))
+    return "\n".join(lines)
+
+
+@click.command(name="bench")
+@click.argument("model", metavar="MODEL")
+@click.option("--backend", type=click.Choice(("auto", "onnxruntime", "tensorrt", "trtexec")), default="auto",
+              show_default=True,
+              help="auto: ONNX Runtime for .onnx files; TensorRT Python (else trtexec) for engines.")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Batch size (the dynamic first input dimension; engines: within the build profile).")
+@click.option("--warmup-s", type=float, default=1.0, show_default=True, help="Warm-up seconds, not recorded.")
+@click.option("--duration-s", type=float, default=None,
+              help="Timed seconds (default 3; at least 10 iterations). Exclusive with --iterations.")
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="Exact number of timed iterations.")
+@click.option("--cuda-graph/--no-cuda-graph", default=True, show_default=True,
+              help="Launch the engine through a CUDA graph (TensorRT and trtexec backends).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="ONNX Runtime intra-op threads (default: ONNX Runtime's choice).")
+@click.option("--provider", type=click.Choice(_PROVIDERS), default="auto", show_default=True,
+              help="ONNX Runtime execution provider (auto: CUDA if available, else CPU).")
+@click.option("--plugins", metavar="LIB", default=None,
+              help="Plugin library for engines with edgeattn ops (default: the manifest's, then the usual search).")
+@click.option("--trtexec", "trtexec_path", metavar="PATH", default=None,
+              help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
+@click.option("--json", "json_path", metavar="OUT", default=None,
+              help="Write the full result (every iteration, run context) as JSON to OUT ('-' for stdout).")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, threads, provider, plugins,
+          trtexec_path, json_path, quiet):
+    """Benchmark MODEL (a TensorRT engine or an ONNX file) and report its latency distribution.
+
+    Every iteration is recorded: ONNX Runtime with perf_counter around session.run, TensorRT with CUDA events
+    around each enqueue, trtexec through its --exportTimes JSON. Reports throughput (items/s), mean, min, max,
+    p50/p90/p95/p99, std and CoV, GPU compute apart from end-to-end where the backend separates them, and the
+    run context (host, CPU, device, versions, Jetson power mode and clocks). Engines are checked against their
+    manifest (the engine file name plus .json) before loading.
+    """
+    from ..bench import run_benchmark
+    from ..engine.console import ProgressPrinter
+
+    if duration_s is not None and iterations is not None:
+        raise EdgeAttnError("give --duration-s or --iterations, not both")
+    if duration_s is not None and not duration_s > 0:
+        raise EdgeAttnError("--duration-s must be > 0, got {:g}".format(duration_s))
+    if warmup_s < 0:
+        raise EdgeAttnError("--warmup-s must be >= 0, got {:g}".format(warmup_s))
+    progress = None if quiet else ProgressPrinter("edgeattn bench")
+    result = run_benchmark(model, backend=backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
+                           iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugins,
+                           progress=progress, provider=provider, trtexec=trtexec_path)
+    if json_path == "-":
+        click.echo(json.dumps(result, indent=2))
+        return
+    if json_path:
+        from .._io import write_json
+
+        write_json(json_path, result)
+    click.echo(_format_summary(result, json_path))

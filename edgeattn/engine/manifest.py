@@ -1,0 +1,135 @@
+"""The engine manifest: ``<engine file>.json`` beside every engine ``edgeattn build`` writes.
+
+A TensorRT engine only loads on the TensorRT version (and GPU architecture) that built it, and an engine with our
+custom ops needs the same plugin library. The manifest records all of that so ``edgeattn bench`` can refuse an
+engine *before* deserializing it, with the exact rebuild command, instead of failing deep inside TensorRT.
+
+File name: the engine's full file name plus ``.json`` (``model.engine`` -> ``model.engine.json``,
+``model.plan`` -> ``model.plan.json``). Format (schema ``edgeattn.engine/1``)::
+
+    {"schema": "edgeattn.engine/1",
+     "engine": {"file", "sha256", "size_bytes"},
+     "source_onnx": {"path", "sha256", "variant": "as-exported" | "local-functions-stripped" |
+                     "fp16-strongly-typed", "ir_version", "opset_imports"},
+     "tensorrt": {"version": "10.3.0", "builder": "tensorrt-python" | "trtexec", "trtexec": {"path", "version"} | null,
+                  "version_compatible": bool},
+     "device": {"name", "compute_capability"} | null,
+     "jetson": {"model", "compatible", "l4t_release", "jetpack", "module_id", "power_mode"} | null,
+     "plugins": {"path", "sha256", "creators": [{"name", "version", "namespace"}] | null,
+                 "creators_source": "tensorrt" | "schemas" | null} | null,
+     "custom_ops": [{"op_type", "domain", "plugin_version", "plugin_namespace", "count", ...}],
+     "precision": {"precision", "typing", ...},      # PrecisionPolicy.describe()
+     "profiles": [{"inputs": {name: {"min": [...], "opt": [...], "max": [...]}}}],
+     "inputs": [{"name", "elem_type", "shape"}], "outputs": [...],
+     "workspace_mb", "timing_cache", "edgeattn_version", "built_at" (ISO 8601 UTC), "build_seconds",
+     "rebuild_command": "edgeattn build ..."}
+"""
+import json
+import os
+
+from ..errors import EdgeAttnError
+
+MANIFEST_SCHEMA = "edgeattn.engine/1"
+
+
+def manifest_path(engine_path):
+    """``model.engine`` -> ``model.engine.json``."""
+    return os.fspath(engine_path) + ".json"
+
+
+def read_manifest(engine_path):
+    """The manifest beside ``engine_path``, or None if there is none. A corrupt manifest is an error."""
+    path = manifest_path(engine_path)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise EdgeAttnError("cannot read the engine manifest {}: {}".format(path, error))
+    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+        raise EdgeAttnError("{} is not an edgeattn engine manifest (expected schema {})".format(
+            path, MANIFEST_SCHEMA))
+    return manifest
+
+
+def _sm(capability):
+    return "sm_{}".format(str(capability).replace(".", "")) if capability else None
+
+
+def _where(version, device):
+    text = "TensorRT {}".format(version)
+    if device and (device.get("name") or device.get("compute_capability")):
+        parts = [p for p in (device.get("name"), _sm(device.get("compute_capability"))) if p]
+        text += " on {}".format(parts[0] if len(parts) == 1 else "{} ({})".format(*parts))
+    return text
+
+
+def _version_tuple(text):
+    parts = []
+    for piece in str(text).split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    while len(parts) < 3:
+        parts.append(0)
+    return tuple(parts)
+
+
+def compatibility_problem(manifest, runtime_version, device=None):
+    """Why an engine from ``manifest`` cannot run on TensorRT ``runtime_version`` and ``device``; None if it can.
+
+    Plain engines need the exact TensorRT version that built them; version-compatible engines run on the same
+    major version, same or newer (TensorRT's engine-compatibility rules). The GPU must have the compute capability
+    the engine was built for.
+    """
+    built = manifest.get("tensorrt") or {}
+    built_version = built.get("version")
+    built_device = manifest.get("device") or {}
+    problem = False
+    if built_version and runtime_version is not None:
+        have, want = _version_tuple(runtime_version), _version_tuple(built_version)
+        if built.get("version_compatible"):
+            problem = have[0] != want[0] or have < want
+        else:
+            problem = have != want
+    capability = built_device.get("compute_capability")
+    if capability and device and device.get("compute_capability") and \
+            str(device["compute_capability"]) != str(capability):
+        problem = True
+    if not problem:
+        return None
+    return "engine built with {}; this machine has {}".format(_where(built_version, built_device),
+                                                             _where(runtime_version, device))
+
+
+def preflight(engine_path, manifest, runtime_version, device=None):
+    """Raise :class:`EdgeAttnError` (exit 2) with the rebuild command if the engine cannot run here."""
+    if manifest is None:
+        return
+    problem = compatibility_problem(manifest, runtime_version, device)
+    if problem:
+        command = manifest.get("rebuild_command") or "edgeattn build MODEL.onnx -o {}".format(engine_path)
+        raise EdgeAttnError("{}: rebuild with `{}`".format(problem, command))
+
+
+def check_batch(manifest, batch):
+    """Input shapes for ``batch`` from the manifest's first profile (opt dims, batch replaced); raises if the batch
+    is outside the profile. Returns ``[(name, dims)]`` or None when the manifest has no profile."""
+    profiles = manifest.get("profiles") or []
+    if not profiles:
+        return None
+    shapes = []
+    for name, entry in profiles[0]["inputs"].items():
+        low, opt, high = entry["min"], entry["opt"], entry["max"]
+        if not low:
+            shapes.append((name, []))
+            continue
+        if not low[0] <= batch <= high[0]:
+            raise EdgeAttnError(
+                "batch {} is outside the engine's profile for input {!r} (batch {}..{}); rebuild with "
+                "`edgeattn build --shapes {}:{},{},{}`".format(
+                    batch, name, low[0], high[0], name, "x".join(str(d) for d in [min(low[0], batch)] + low[1:]),
+                    "x".join(str(d) for d in [batch] + opt[1:]),
+                    "x".join(str(d) for d in [max(high[0], batch)] + high[1:])))
+        shapes.append((name, [batch] + list(opt[1:])))
+    return shapes

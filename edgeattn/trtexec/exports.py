@@ -1,0 +1,125 @@
+"""Parsers of trtexec's JSON exports (trtexec.md §1).
+
+trtexec writes these files by hand with ``std::ofstream``: one record per line (``[``, ``  { ... }``, ``, { ... }``,
+``]``), numbers in C++ default format, names unescaped. A file is parsed as JSON first; if that fails (a layer name
+with a quote, ``nan`` from a zero total, a run killed mid-write) each complete record line is parsed on its own.
+"""
+import json
+import math
+import re
+
+from ..errors import EdgeAttnError
+
+#: keys of one ``--exportTimes`` record, all versions (``endToEndMs`` only in 8.0/8.2)
+TIME_KEYS = ("startEnqMs", "endEnqMs", "startH2dMs", "endH2dMs", "startComputeMs", "endComputeMs", "startD2hMs",
+             "endD2hMs", "h2dMs", "computeMs", "d2hMs", "latencyMs")
+
+_NON_JSON_NUMBER = re.compile(r"(?<![\w\"])(-?nan|-?inf)(?![\w\"])", re.IGNORECASE)
+_PROFILE_RECORD = re.compile(
+    r"\{ \"name\" : \"(?P<name>.*)\", \"timeMs\" : (?P<time>\S+), \"averageMs\" : (?P<avg>\S+)"
+    r"(?:, \"medianMs\" : (?P<median>\S+))?, \"percentage\" : (?P<pct>\S+) \}\s*$")
+
+
+def _number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _records_by_line(text):
+    """Complete ``{ ... }`` records of a trtexec export, one per line (tolerates truncation and bad escapes)."""
+    records = []
+    for line in text.splitlines():
+        body = line.strip()
+        if body.startswith(","):
+            body = body[1:].strip()
+        if not (body.startswith("{") and body.endswith("}")):
+            continue
+        record = _json_or_none(body)
+        if record is not None:
+            records.append(record)
+        else:
+            match = _PROFILE_RECORD.search(body)
+            if match:
+                records.append({"name": match.group("name"), "timeMs": _number(match.group("time")),
+                                "averageMs": _number(match.group("avg")),
+                                "medianMs": _number(match.group("median")) if match.group("median") else None,
+                                "percentage": _number(match.group("pct"))})
+    return records
+
+
+def _json_or_none(text):
+    """JSON as written, else with C++'s ``nan``/``inf`` tokens read as null; None if neither parses."""
+    for candidate in (text, _NON_JSON_NUMBER.sub("null", text)):
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def _load_records(text, what):
+    data = _json_or_none(text)
+    if isinstance(data, list):
+        return data
+    records = _records_by_line(text)
+    if not records:
+        raise EdgeAttnError("trtexec {} export holds no records".format(what))
+    return records
+
+
+def parse_times(text):
+    """Records of an ``--exportTimes`` file (list of dicts with :data:`TIME_KEYS`, plus ``endToEndMs`` on 8.x).
+
+    Raises :class:`EdgeAttnError` if no record has the timing keys."""
+    records = [r for r in _load_records(text, "--exportTimes") if isinstance(r, dict)]
+    records = [r for r in records if all(isinstance(r.get(k), (int, float)) for k in ("computeMs", "latencyMs"))]
+    if not records:
+        raise EdgeAttnError("trtexec --exportTimes export has no timing records")
+    return records
+
+
+def times_include_warmup(version):
+    """Before 8.5 the trace holds the warm-up iterations too (``exportJSONTrace`` skips them from 8.5)."""
+    return version is not None and tuple(version) < (8, 5)
+
+
+def timed_iterations(records, version, warmup_ms):
+    """The records of the timed phase: warm-ups dropped where the version exports them, with trtexec's own rule
+    (an iteration whose ``startComputeMs`` is before the end of the warm-up)."""
+    if times_include_warmup(version):
+        return [r for r in records if r.get("startComputeMs", 0.0) >= warmup_ms]
+    return list(records)
+
+
+def trace_samples(records):
+    """Per-iteration series from timed records: ``latency_ms`` (H2D + compute + D2H), ``compute_ms``,
+    ``enqueue_ms``, and ``span_ms`` (first H2D start to last D2H end: trtexec's "Total Host Walltime")."""
+    latency = [float(r["latencyMs"]) for r in records]
+    compute = [float(r["computeMs"]) for r in records]
+    enqueue = [float(r["endEnqMs"]) - float(r["startEnqMs"]) for r in records
+               if "endEnqMs" in r and "startEnqMs" in r]
+    span = 0.0
+    if records and "startH2dMs" in records[0] and "endD2hMs" in records[-1]:
+        span = float(records[-1]["endD2hMs"]) - float(records[0]["startH2dMs"])
+    return {"latency_ms": latency, "compute_ms": compute, "enqueue_ms": enqueue, "span_ms": span}
+
+
+def parse_profile(text):
+    """An ``--exportProfile`` file: ``{"count": N, "layers": [{"name", "timeMs", "averageMs", "medianMs" (None
+    before 8.4), "percentage"}]}``."""
+    records = _load_records(text, "--exportProfile")
+    count = None
+    layers = []
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        if "count" in record and "name" not in record:
+            count = record["count"]
+        elif "name" in record:
+            layers.append({"name": record["name"], "timeMs": record.get("timeMs"),
+                           "averageMs": record.get("averageMs"), "medianMs": record.get("medianMs"),
+                           "percentage": record.get("percentage")})
+    return {"count": count, "layers": layers}

@@ -1,0 +1,165 @@
+"""Helpers for the build/bench/doctor tests: tiny ONNX models written with edgeattn.onnx_wire (no onnx needed on
+the device path), fake trtexec installs, fake plugin libraries, a stand-in for edgeattn.plugins, and the verbatim
+trtexec captures."""
+import os
+import stat
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from edgeattn import onnx_wire
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FAKE_TRTEXEC = os.path.join(REPO, "tests", "fakes", "trtexec", "trtexec")
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "trtexec")
+PLUGIN_MAGIC = "FAKE-PLUGIN-LIBRARY"
+EDGEATTN_CREATOR = ("EdgeAttnLiteMLA", "1", "edgeattn")
+
+
+def read_fixture(name):
+    """A capture from tests/fixtures/trtexec without its citation header."""
+    with open(os.path.join(FIXTURES, name)) as handle:
+        text = handle.read()
+    return text.split("# ---\n", 1)[1]
+
+
+def matmul_model(batch="batch", features=64, with_custom=False, with_function=False, namespace=True, seed=0):
+    """x (batch, F) -> MatMul -> Relu [-> custom EdgeAttnLiteMLA node (with or without a local function)]."""
+    rng = np.random.default_rng(seed)
+    nodes = [onnx_wire.make_node("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
+             onnx_wire.make_node("Relu", ["h"], ["r"], name="/act/Relu")]
+    opsets = {"": 17}
+    functions = []
+    output = "r"
+    if with_custom:
+        attributes = {"plugin_version": "1", "head_dim": 8}
+        if namespace:
+            attributes["plugin_namespace"] = "edgeattn"
+        nodes.append(onnx_wire.make_node("EdgeAttnLiteMLA", ["r"], ["y"], name="/attn/EdgeAttnLiteMLA",
+                                         domain="trt.plugins", **attributes))
+        opsets["trt.plugins"] = 1
+        output = "y"
+        if with_function:
+            functions.append(onnx_wire.make_function(
+                "EdgeAttnLiteMLA", "trt.plugins", ["a"], ["b"], [onnx_wire.make_node("Relu", ["a"], ["b"])],
+                {"": 17}))
+    return onnx_wire.make_model(
+        nodes, [onnx_wire.make_value_info("x", "float32", [batch, features])],
+        [onnx_wire.make_value_info(output, "float32", [batch, features])],
+        [onnx_wire.make_tensor("W", rng.standard_normal((features, features)).astype(np.float32))],
+        opset_imports=opsets, functions=functions)
+
+
+def layernorm_model(features=16):
+    """MatMul -> decomposed LayerNorm (opset < 17 export style) -> Softmax: FP32 islands for the policy."""
+    rng = np.random.default_rng(1)
+    make = onnx_wire.make_node
+    nodes = [
+        make("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
+        make("ReduceMean", ["h"], ["m"], name="/norm/ReduceMean", axes=[-1]),
+        make("Sub", ["h", "m"], ["d"], name="/norm/Sub"),
+        make("Pow", ["d", "two"], ["p"], name="/norm/Pow"),
+        make("ReduceMean", ["p"], ["v"], name="/norm/ReduceMean_1", axes=[-1]),
+        make("Add", ["v", "eps"], ["ve"], name="/norm/Add"),
+        make("Sqrt", ["ve"], ["s"], name="/norm/Sqrt"),
+        make("Div", ["d", "s"], ["n"], name="/norm/Div"),
+        make("Mul", ["n", "gamma"], ["g"], name="/norm/Mul"),
+        make("Softmax", ["g"], ["y"], name="/attn/Softmax", axis=-1),
+    ]
+    initializers = [
+        onnx_wire.make_tensor("W", rng.standard_normal((features, features)).astype(np.float32)),
+        onnx_wire.make_tensor("two", np.array(2.0, dtype=np.float32)),
+        onnx_wire.make_tensor("eps", np.array(1e-5, dtype=np.float32)),
+        onnx_wire.make_tensor("gamma", rng.standard_normal(features).astype(np.float32)),
+    ]
+    return onnx_wire.make_model(nodes, [onnx_wire.make_value_info("x", "float32", [2, 8, features])],
+                                [onnx_wire.make_value_info("y", "float32", [2, 8, features])], initializers,
+                                opset_imports={"": 13})
+
+
+def install_trtexec(root, version, device=None, compute_ms=None):
+    """``root/TensorRT-<version>/bin/trtexec``: a wrapper that runs the fake under this interpreter with a VERSION
+    file beside it (the fake reads its version from its install dir)."""
+    bindir = os.path.join(str(root), "TensorRT-{}".format(version), "bin")
+    os.makedirs(bindir, exist_ok=True)
+    with open(os.path.join(bindir, "VERSION"), "w") as handle:
+        handle.write(version + "\n")
+    env = ["FAKE_TRTEXEC_ARGV0=\"$0\""]
+    if device is not None:
+        env.append("FAKE_TRTEXEC_DEVICE='{}'".format(device))
+    if compute_ms is not None:
+        env.append("FAKE_TRTEXEC_COMPUTE_MS={}".format(compute_ms))
+    path = os.path.join(bindir, "trtexec")
+    with open(path, "w") as handle:
+        handle.write("#!/bin/sh\n{} exec '{}' '{}' \"$@\"\n".format(" ".join(env), sys.executable, FAKE_TRTEXEC))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def write_plugin_library(path, creators=(EDGEATTN_CREATOR,)):
+    with open(str(path), "w") as handle:
+        handle.write(PLUGIN_MAGIC + "\n")
+        for creator in creators:
+            handle.write(" ".join(creator) + "\n")
+    return str(path)
+
+
+class _Loaded(object):
+    def __init__(self, path, sha256, creators):
+        self.path = path
+        self.sha256 = sha256
+        self.creators = creators
+
+
+def plugins_stub_module():
+    """edgeattn.plugins per INTERFACES §3; the creators come from the fake library file."""
+    from edgeattn._io import sha256_file
+    from edgeattn.errors import EdgeAttnError
+
+    module = types.ModuleType("edgeattn.plugins")
+
+    class PluginLibraryNotFound(EdgeAttnError):
+        pass
+
+    def find_plugin_library(explicit=None):
+        candidate = explicit or os.environ.get("EDGEATTN_PLUGIN_LIB")
+        if candidate and os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+        raise PluginLibraryNotFound("edgeattn plugin library not found (looked in: {}); build it with "
+                                    "deploy/jetson/build_plugins.sh".format(candidate or "$EDGEATTN_PLUGIN_LIB"))
+
+    def load_plugin_library(path=None):
+        path = find_plugin_library(path)
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+        creators = [tuple((line.split() + [""])[:3]) for line in lines[1:] if line.strip()]
+        return _Loaded(path, sha256_file(path), creators)
+
+    module.PluginLibraryNotFound = PluginLibraryNotFound
+    module.find_plugin_library = find_plugin_library
+    module.load_plugin_library = load_plugin_library
+    module.registered_creators = lambda: []
+    return module
+
+
+def ort_available():
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def onnx_available():
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_ort = pytest.mark.skipif(not ort_available(), reason="onnxruntime is not installed")
+needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnx is not installed (device-side environment)")

@@ -1,0 +1,178 @@
+"""Engine manifest rules, optimization profiles and the FP16 precision policy."""
+import json
+
+import numpy as np
+import pytest
+
+from bench_helpers import layernorm_model, needs_onnx, needs_ort
+from edgeattn import onnx_wire
+from edgeattn.engine.manifest import MANIFEST_SCHEMA, check_batch, compatibility_problem, manifest_path, preflight, \
+    read_manifest
+from edgeattn.engine.precision import PrecisionPolicy, find_fp32_islands, make_strongly_typed_fp16
+from edgeattn.engine.profiles import parse_shape_spec, resolve_profile
+from edgeattn.errors import EdgeAttnError, MissingDependencyError
+
+ORIN = {"name": "Orin", "compute_capability": "8.7"}
+
+
+def _manifest(version="10.3.0", device=ORIN, version_compatible=False):
+    return {"schema": MANIFEST_SCHEMA, "tensorrt": {"version": version, "version_compatible": version_compatible},
+            "device": device, "rebuild_command": "edgeattn build m.onnx -o m.engine",
+            "profiles": [{"inputs": {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8]}}}]}
+
+
+@pytest.mark.parametrize("built,vc,running,device,ok", [
+    ("10.3.0", False, "10.3.0", ORIN, True),
+    ("10.3.0", False, "10.3.1", ORIN, False),           # plain engines: exact version
+    ("10.3.0", False, "8.6.2", ORIN, False),
+    ("10.3.0", True, "10.7.0", ORIN, True),             # version-compatible: same major, newer
+    ("10.7.0", True, "10.3.0", ORIN, False),            # ... never older
+    ("10.3.0", True, "11.0.0", ORIN, False),            # ... never another major
+    ("10.3.0", False, "10.3.0", {"name": "NVIDIA A100", "compute_capability": "8.0"}, False),
+    ("10.3.0", False, "10.3.0", None, True),            # device unknown here: only the version is checked
+])
+def test_compatibility_rules(built, vc, running, device, ok):
+    problem = compatibility_problem(_manifest(built, version_compatible=vc), running, device)
+    assert (problem is None) == ok
+
+
+def test_preflight_message_is_actionable():
+    with pytest.raises(EdgeAttnError) as info:
+        preflight("m.engine", _manifest(), "8.6.2", ORIN)
+    assert info.value.format_message() == (
+        "engine built with TensorRT 10.3.0 on Orin (sm_87); this machine has TensorRT 8.6.2 on Orin (sm_87): "
+        "rebuild with `edgeattn build m.onnx -o m.engine`")
+    preflight("m.engine", None, "8.6.2")  # no manifest, nothing to check
+
+
+def test_read_manifest(tmp_path):
+    engine = str(tmp_path / "m.engine")
+    assert manifest_path(engine) == engine + ".json"
+    assert read_manifest(engine) is None
+    with open(engine + ".json", "w") as handle:
+        handle.write("{broken")
+    with pytest.raises(EdgeAttnError, match="cannot read the engine manifest"):
+        read_manifest(engine)
+    with open(engine + ".json", "w") as handle:
+        json.dump({"schema": "something/else"}, handle)
+    with pytest.raises(EdgeAttnError, match="not an edgeattn engine manifest"):
+        read_manifest(engine)
+    with open(engine + ".json", "w") as handle:
+        json.dump(_manifest(), handle)
+    assert read_manifest(engine)["tensorrt"]["version"] == "10.3.0"
+
+
+def test_check_batch():
+    assert check_batch(_manifest(), 3) == [("x", [3, 3, 8, 8])]
+    with pytest.raises(EdgeAttnError, match=r"batch 5 is outside .*--shapes x:1x3x8x8,5x3x8x8,5x3x8x8"):
+        check_batch(_manifest(), 5)
+
+
+def test_shape_specs():
+    assert parse_shape_spec("input:0:1x3x8x8,2x3x8x8,4x3x8x8") == ("input:0", [1, 3, 8, 8], [2, 3, 8, 8],
+                                                                  [4, 3, 8, 8])
+    assert parse_shape_spec("x:1x4") == ("x", [1, 4], [1, 4], [1, 4])
+    for bad in ("x", ":1x2", "x:1x2,2x2", "x:1xa", "x:0x2", "x:2x2,1x2,4x2", "x:1x2,1x2x3,1x2"):
+        with pytest.raises(EdgeAttnError):
+            parse_shape_spec(bad)
+
+
+def test_resolve_profile(capsys):
+    inputs = [{"name": "x", "shape": ["batch", 3, 8, 8]}, {"name": "scale", "shape": [1]}]
+    profile = resolve_profile(inputs, ["x:1x3x8x8,2x3x8x8,8x3x8x8"])
+    assert profile == [("x", [1, 3, 8, 8], [2, 3, 8, 8], [8, 3, 8, 8]), ("scale", [1], [1], [1])]
+    assert resolve_profile(inputs, [])[0] == ("x", [1, 3, 8, 8], [1, 3, 8, 8], [1, 3, 8, 8])
+    assert "dynamic dimensions" in capsys.readouterr().err
+    with pytest.raises(EdgeAttnError, match="not an input of the model \\(inputs: scale, x\\)"):
+        resolve_profile(inputs, ["y:1x3"])
+    with pytest.raises(EdgeAttnError, match="dimension 1 is fixed to 3"):
+        resolve_profile(inputs, ["x:1x4x8x8"])
+    with pytest.raises(EdgeAttnError, match="rank 2 but the input has rank 4"):
+        resolve_profile(inputs, ["x:1x3"])
+
+
+def test_islands_found_in_a_decomposed_layernorm_and_softmax():
+    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(layernorm_model()))
+    assert islands == {"/norm/ReduceMean": "layernorm", "/norm/Sub": "layernorm", "/norm/Pow": "layernorm",
+                       "/norm/ReduceMean_1": "layernorm", "/norm/Add": "layernorm", "/norm/Sqrt": "layernorm",
+                       "/norm/Div": "layernorm", "/attn/Softmax": "softmax"}
+    assert "/fc/MatMul" not in islands and "/norm/Mul" not in islands  # the affine part runs in FP16
+    assert PrecisionPolicy("fp32").fp32_islands(onnx_wire.read_nodes(layernorm_model())) == {}
+
+
+def test_normaliser_division_is_an_island():
+    def node(op, inputs, outputs, name):
+        return {"op_type": op, "domain": "", "name": name, "inputs": inputs, "outputs": outputs, "attributes": {}}
+
+    nodes = [node("MatMul", ["q", "kv"], ["num"], "num"), node("ReduceSum", ["k"], ["ksum"], "ksum"),
+             node("MatMul", ["q", "ksum"], ["den0"], "den0"), node("Add", ["ksum", "eps"], ["den"], "den"),
+             node("Div", ["num", "den"], ["out"], "out"), node("Div", ["num", "two"], ["half"], "half")]
+    islands = find_fp32_islands(nodes)
+    assert islands == {"ksum": "reduction", "den": "normaliser", "out": "normaliser"}
+
+
+def test_layer_pinning_and_typing_mode():
+    policy = PrecisionPolicy("fp16")
+    islands = {"/norm/Div": "layernorm"}
+    assert policy.pins_layer("/norm/Div", "ELEMENTWISE", islands)
+    assert policy.pins_layer("/norm/Div_1_output", "ELEMENTWISE", islands)  # helper layers of the same node
+    assert policy.pins_layer("anything", "SOFTMAX", {}) and policy.pins_layer("x", "REDUCE", {})
+    assert not policy.pins_layer("/fc/MatMul", "MATRIX_MULTIPLY", islands)
+    assert not PrecisionPolicy("fp32").pins_layer("y", "SOFTMAX", {})
+    assert PrecisionPolicy.typing_mode((8, 2, 1)) == "weak" and PrecisionPolicy.typing_mode((10, 16, 2)) == "weak"
+    assert PrecisionPolicy.typing_mode((11, 0, 0)) == "strong"
+    assert PrecisionPolicy.typing_mode((10, 3, 0), has_fp16_flag=False) == "strong"
+    with pytest.raises(EdgeAttnError):
+        PrecisionPolicy("int8")
+
+
+def test_strongly_typed_rewrite_needs_onnx(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(MissingDependencyError, match="onnx is not installed; it is needed for FP16 engines with "
+                                                     "TensorRT >= 11.*pip install onnx"):
+        make_strongly_typed_fp16(layernorm_model(), {})
+
+
+@needs_onnx
+def test_strongly_typed_rewrite_types_check():
+    import onnx
+
+    data = layernorm_model()
+    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(data))
+    model = onnx.load_from_string(make_strongly_typed_fp16(data, islands))
+    onnx.checker.check_model(model, full_check=True)  # type-consistent everywhere
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) +
+             list(inferred.graph.input) + list(inferred.graph.output)}
+    types.update({t.name: t.data_type for t in inferred.graph.initializer})
+    float32, float16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+    for node in inferred.graph.node:
+        if node.op_type == "Cast":
+            continue
+        float_inputs = [types[i] for i in node.input if types.get(i) in (float32, float16)]
+        expected = float32 if node.name in islands else float16
+        assert float_inputs and all(t == expected for t in float_inputs), node.name
+    assert types["x"] == float32 and types["y"] == float32  # the graph interface stays FP32
+    assert types["eps"] == float32 and types["W"] == float16  # island-only constants stay FP32
+
+
+@needs_onnx
+@needs_ort
+def test_strongly_typed_rewrite_stays_accurate_where_fp16_variance_overflows():
+    import onnxruntime as ort
+
+    data = layernorm_model()
+    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(data))
+    fp16 = make_strongly_typed_fp16(data, islands)
+    x = (np.random.default_rng(0).standard_normal((2, 8, 16)) * 300).astype(np.float32)  # (h - mean)^2 > 65504
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # run the graph as written
+
+    def run(model):
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+    reference, mixed = run(data), run(fp16)
+    assert np.all(np.isfinite(mixed))
+    assert np.max(np.abs(reference - mixed)) < 2e-2

@@ -1,0 +1,160 @@
+"""Smoke test of the TensorRT *Python* builder path against a stand-in ``tensorrt`` module.
+
+This does NOT verify TensorRT behaviour (no TensorRT or GPU here): the stand-in only mirrors the documented API
+surface the builder calls, so the test catches broken control flow in our thin layer - the precision policy
+pinning layers by type and by ONNX node name, parse failures listing the registered creators, the manifest - and
+nothing more. The real API is exercised only on a device.
+"""
+import json
+import sys
+import types
+
+import pytest
+
+from bench_helpers import layernorm_model, matmul_model
+from edgeattn.engine import build_engine
+from edgeattn.errors import EdgeAttnError
+
+
+class _Enum(object):
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+    def __int__(self):
+        return hash(self.name) % 30
+
+
+def _fake_tensorrt(layers, parse_ok=True, version="10.3.0"):
+    trt = types.ModuleType("tensorrt")
+    trt.__version__ = version
+    trt.float32, trt.float16, trt.int32 = "float32", "float16", "int32"
+    trt.Logger = type("Logger", (), {"WARNING": 2, "__init__": lambda self, level=None: None})
+    trt.init_libnvinfer_plugins = lambda logger, namespace: True
+    creator = types.SimpleNamespace(name="EdgeAttnBlockifyAttention", plugin_version="1", plugin_namespace="edgeattn")
+    trt.get_plugin_registry = lambda: types.SimpleNamespace(all_creators=[creator])
+    trt.NetworkDefinitionCreationFlag = types.SimpleNamespace(STRONGLY_TYPED=_Enum("STRONGLY_TYPED"))
+    trt.BuilderFlag = types.SimpleNamespace(FP16=_Enum("FP16"), OBEY_PRECISION_CONSTRAINTS=_Enum("OBEY"),
+                                            VERSION_COMPATIBLE=_Enum("VC"))
+    trt.MemoryPoolType = types.SimpleNamespace(WORKSPACE="workspace")
+    state = {"flags": [], "profiles": [], "pool": None}
+
+    class Network(object):
+        num_layers = len(layers)
+
+        def get_layer(self, index):
+            return layers[index]
+
+    class Parser(object):
+        num_errors = 0 if parse_ok else 1
+
+        def __init__(self, network, logger):
+            pass
+
+        def parse(self, data, path):
+            state["parsed_path"] = path
+            return parse_ok
+
+        def get_error(self, index):
+            return "In node 2 (checkFallbackPluginImporter): INVALID_NODE: creator && \"Plugin not found, are the " \
+                   "plugin name, version, and namespace correct?\""
+
+    class Profile(object):
+        def set_shape(self, name, low, opt, high):
+            state["profiles"].append((name, list(low), list(opt), list(high)))
+
+    class Config(object):
+        def set_memory_pool_limit(self, pool, size):
+            state["pool"] = (pool, size)
+
+        def add_optimization_profile(self, profile):
+            pass
+
+        def set_flag(self, flag):
+            state["flags"].append(str(flag))
+
+    class Builder(object):
+        def __init__(self, logger):
+            pass
+
+        def create_network(self, flags):
+            return Network()
+
+        def create_builder_config(self):
+            return Config()
+
+        def create_optimization_profile(self):
+            return Profile()
+
+        def build_serialized_network(self, network, config):
+            return b"serialized plan"
+
+    trt.Builder, trt.OnnxParser = Builder, Parser
+    return trt, state
+
+
+class _Layer(object):
+    def __init__(self, name, layer_type, dtype="float16"):
+        self.name = name
+        self.type = "LayerType." + layer_type
+        self.num_outputs = 1
+        self._outputs = [types.SimpleNamespace(dtype=dtype)]
+        self.precision = None
+        self.output_types = {}
+
+    def get_output(self, index):
+        return self._outputs[index]
+
+    def set_output_type(self, index, dtype):
+        self.output_types[index] = dtype
+
+
+@pytest.fixture
+def fake_trt(monkeypatch):
+    def _install(layers, **kwargs):
+        trt, state = _fake_tensorrt(layers, **kwargs)
+        monkeypatch.setitem(sys.modules, "tensorrt", trt)
+        for module in ("torch", "cuda", "cuda.bindings", "cuda.bindings.runtime", "cuda.cudart"):
+            monkeypatch.setitem(sys.modules, module, None)
+        import edgeattn.engine.tensorrt_api as api
+
+        monkeypatch.setattr(api, "_LOGGER", None)
+        monkeypatch.setattr(api, "_NVIDIA_PLUGINS_READY", False)
+        return state
+
+    return _install
+
+
+def test_fp16_weak_typing_pins_island_layers(fake_trt, tmp_path, write_model, isolated_path, no_jetson):
+    layers = [_Layer("/fc/MatMul", "MATRIX_MULTIPLY"), _Layer("/norm/ReduceMean", "REDUCE"),
+              _Layer("/norm/Sub", "ELEMENTWISE"), _Layer("/norm/Sqrt", "UNARY"), _Layer("/norm/Mul", "ELEMENTWISE"),
+              _Layer("/attn/Softmax", "SOFTMAX"), _Layer("(Unnamed Layer* 7) [Shape]", "SHAPE", dtype="int32")]
+    state = fake_trt(layers)
+    engine = str(tmp_path / "m.engine")
+    manifest = build_engine(write_model(layernorm_model()), engine, precision="fp16", backend="tensorrt",
+                            workspace_mb=64)
+    pinned = {layer.name for layer in layers if layer.precision == "float32"}
+    assert pinned == {"/norm/ReduceMean", "/norm/Sub", "/norm/Sqrt", "/attn/Softmax"}
+    assert all(layer.output_types == {0: "float32"} for layer in layers if layer.name in pinned)
+    assert state["flags"] == ["FP16", "OBEY"] and state["pool"] == ("workspace", 64 << 20)
+    assert state["profiles"] == [("x", [2, 8, 16], [2, 8, 16], [2, 8, 16])]
+    assert open(engine, "rb").read() == b"serialized plan"
+    assert manifest["tensorrt"]["builder"] == "tensorrt-python" and manifest["tensorrt"]["version"] == "10.3.0"
+    assert manifest["precision"]["pinned_layers"] == sorted(pinned, key=[l.name for l in layers].index)
+    assert json.load(open(engine + ".json"))["precision"]["typing"] == "weak"
+
+
+def test_parse_failure_lists_registered_creators(fake_trt, tmp_path, write_model, plugins_stub):
+    from bench_helpers import write_plugin_library
+
+    fake_trt([], parse_ok=False)
+    library = write_plugin_library(tmp_path / "lib.so")
+    engine = tmp_path / "m.engine"
+    with pytest.raises(EdgeAttnError) as info:
+        build_engine(write_model(matmul_model(features=8, with_custom=True)), str(engine), plugins=library,
+                     backend="tensorrt")
+    message = info.value.format_message()
+    assert "found no plugin" in message and "edgeattn::EdgeAttnBlockifyAttention v1" in message
+    assert not engine.exists() and not (tmp_path / "m.engine.json").exists()
