@@ -1,0 +1,77 @@
+"""``edgeattn sweep``: benchmark models across a board's power modes (or the host CPU's thread budgets)."""
+import time
+
+import click
+
+from ..errors import EdgeAttnError
+
+
+@click.command(name="sweep")
+@click.argument("models", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--profile", "profile", default="auto", show_default=True,
+              help="Board profile name (see `edgeattn profiles`), or auto: the detected Jetson, else host-cpu.")
+@click.option("--modes", default="all", show_default=True,
+              help="Power mode IDs to visit (comma list, as the board numbers them), or all. On host-cpu the IDs "
+                   "are thread counts.")
+@click.option("--precision", "precisions", default="fp32", show_default=True,
+              help="Comma list of fp32, fp16. ONNX models on a Jetson get one engine per precision; ONNX Runtime "
+                   "on the CPU runs fp32 only.")
+@click.option("--backend", type=click.Choice(["auto", "onnxruntime", "tensorrt", "trtexec"]), default="auto",
+              show_default=True, help="Benchmark backend (passed to edgeattn bench).")
+@click.option("--clocks", type=click.Choice(["default", "max"]), default="default", show_default=True,
+              help="max: lock clocks at each mode's maxima with jetson_clocks (stored first, restored after).")
+@click.option("--settle-s", type=float, default=30.0, show_default=True,
+              help="After a mode switch, wait until GPU temperature and clock are stable, at most this long "
+                   "(0: no wait; without tegrastats the full time; host-cpu switches nothing and never waits).")
+@click.option("--repeats", type=int, default=3, show_default=True, help="Measurements per model, mode, precision.")
+@click.option("--duration-s", type=float, default=10.0, show_default=True, help="Timed phase of each measurement.")
+@click.option("--warmup-s", type=float, default=2.0, show_default=True, help="Warm-up before each measurement.")
+@click.option("--batch", type=int, default=1, show_default=True, help="Batch size.")
+@click.option("--power-source", type=click.Choice(["auto", "tegrastats", "ina3221", "none"]), default="auto",
+              show_default=True, help="Where power comes from. auto: INA3221 sysfs rails when found, else "
+                                      "tegrastats (which also gives GPU clock and temperatures whenever installed); "
+                                      "none: no sampling at all (no power, no throttling flags).")
+@click.option("--interval-ms", type=click.IntRange(min=500), default=500, show_default=True,
+              help="Power/telemetry sampling interval (>= 500 ms: the INA3221 monitors refresh every ~430 ms).")
+@click.option("--temp-limit-c", type=float, default=85.0, show_default=True,
+              help="Flag a measurement as throttled when a chip sensor reaches this temperature (a threshold of "
+                   "this tool, not a board fact).")
+@click.option("--allow-reboot", is_flag=True,
+              help="Include modes that need a reboot: save a resume file, reboot, then continue with --resume.")
+@click.option("--resume", is_flag=True, help="Continue the sweep in -o DIR (after a reboot, failure or Ctrl-C).")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default runs/sweep-YYYYmmdd-HHMMSS; required with --resume).")
+@click.pass_context
+def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, repeats, duration_s, warmup_s, batch,
+          power_source, interval_ms, temp_limit_c, allow_reboot, resume, out_dir):
+    """Benchmark MODELS (ONNX files or TensorRT engines) in every power mode of the board.
+
+    For each mode: switch with nvpmodel (skipping modes that need a reboot unless --allow-reboot), optionally lock
+    clocks, settle, then benchmark each model while sampling power; results go to DIR/results.csv and
+    DIR/results.json after every measurement. The original power mode and clocks are restored on success,
+    error, Ctrl-C and SIGTERM. Then `edgeattn report DIR` makes tables and plots.
+    """
+    from ..sweep.runner import SweepInterrupted, run_sweep
+
+    if resume and not out_dir:
+        raise EdgeAttnError("--resume needs -o DIR (the directory of the sweep to continue)")
+    if not models and not resume:
+        raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
+    out_dir = out_dir or "runs/sweep-{}".format(time.strftime("%Y%m%d-%H%M%S"))
+    try:
+        outcome = run_sweep(
+            list(models), profile=profile, modes=modes, precisions=precisions, backend=backend, clocks=clocks,
+            settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume, out_dir=out_dir,
+            duration_s=duration_s, warmup_s=warmup_s, batch=batch, power_source=power_source,
+            interval_ms=interval_ms, temp_limit_c=temp_limit_c,
+            echo=lambda line: click.echo(line, err=True))
+    except SweepInterrupted as interrupted:
+        ctx.exit(interrupted.exit_code)
+        return
+    if outcome.status == "rebooting":
+        click.echo(outcome.message)
+        return
+    click.echo("{} result row(s) in {}/results.csv and results.json".format(len(outcome.rows), outcome.out_dir))
+    for entry in outcome.skipped:
+        click.echo("skipped mode {} {}: {}".format(entry["mode_id"], entry["mode_name"], entry["reason"]))
+    click.echo("next: edgeattn report {}".format(outcome.out_dir))

@@ -1,0 +1,197 @@
+"""jetson_clocks: ``--show`` parsed, ``--store FILE`` / ``--restore FILE`` and locking clocks at the mode's maxima.
+
+Every action needs root (the script exits with ``Error: Run this script(...) as a root user``); ``--store`` to an
+existing file prompts on stdin, so a fresh explicit path is always used; ``--restore`` needs the file
+(jetson.md §3.1). ``--show`` formats differ across releases (jetson.md §3.2): JetPack 4 ``cpuN: Online=1 ...``,
+JetPack 5/6 ``cpuN:  Online=1 ...`` and ``Active GPU TPCs``, R39 ``Online CPUs: 0-5, Offline CPUs:`` and no
+``Online=`` per core, several fan line styles, and a final ``NV Power Mode: X`` when nvpmodel exists.
+"""
+import os
+import re
+
+from .._subprocess import run_command
+from ..errors import EdgeAttnError
+from . import find_tool, privileged
+
+TIMEOUT_S = 10
+_HEADER_RE = re.compile(r"SOC family:\s*(\S+)\s+Machine:\s*(.*)$")
+_CPU_RE = re.compile(r"^(cpu\d+):\s*(.*)$")
+_KV_RE = re.compile(r"(\w+)=(\S*)")
+_ENGINE_RE = re.compile(r"^(GPU|EMC)\s+(.*)$")
+_POWER_MODE_RE = re.compile(r"NV Power Mode:\s*(\S+)")
+_TPC_RE = re.compile(r"Active GPU TPCs:\s*(\d+)")
+_CLUSTER_RE = re.compile(r"CPU Cluster Switching:\s*(\S+)")
+_ROOT_ERROR_RE = re.compile(r"Error: Run this script\((.*)\) as a root user")
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_show(text):
+    """Parse ``jetson_clocks --show``. Returns a dict (never raises): ``soc_family``, ``machine``, ``online_cpus``,
+    ``offline_cpus``, ``cpus`` {cpuN: {online, governor, min_khz, max_khz, cur_khz, idle_states}}, ``gpu`` and
+    ``emc`` {min_hz, max_hz, cur_hz[, freq_override]}, ``active_gpu_tpcs``, ``fan`` (raw lines), ``power_mode``,
+    ``locked`` (jtop's rule: every online CPU min == max, GPU min == max, EMC current == max) and ``unparsed``."""
+    data = {"soc_family": None, "machine": None, "online_cpus": None, "offline_cpus": None,
+            "cluster_switching": None, "cpus": {}, "gpu": None, "emc": None, "active_gpu_tpcs": None, "fan": [],
+            "power_mode": None, "locked": None, "unparsed": []}
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        match = _HEADER_RE.search(line)
+        if match:
+            data["soc_family"], data["machine"] = match.group(1), match.group(2).strip()
+            continue
+        if line.startswith("Online CPUs:"):
+            rest = line[len("Online CPUs:"):]
+            if "Offline CPUs:" in rest:
+                rest, offline = rest.split("Offline CPUs:", 1)
+                data["offline_cpus"] = offline.strip()
+            data["online_cpus"] = rest.strip().rstrip(",").strip()
+            continue
+        match = _CPU_RE.match(line)
+        if match:
+            values = dict(_KV_RE.findall(match.group(2)))
+            idle = {}
+            if "IdleStates:" in match.group(2):
+                idle = {k: _int_or_none(v) for k, v in _KV_RE.findall(match.group(2).split("IdleStates:", 1)[1])}
+            online = values.get("Online")
+            data["cpus"][match.group(1)] = {
+                "online": None if online is None else online == "1",
+                "governor": values.get("Governor"),
+                "min_khz": _int_or_none(values.get("MinFreq")),
+                "max_khz": _int_or_none(values.get("MaxFreq")),
+                "cur_khz": _int_or_none(values.get("CurrentFreq")),
+                "idle_states": idle,
+            }
+            continue
+        match = _ENGINE_RE.match(line)
+        if match and "MaxFreq=" in line:
+            values = dict(_KV_RE.findall(match.group(2)))
+            engine = {"min_hz": _int_or_none(values.get("MinFreq")), "max_hz": _int_or_none(values.get("MaxFreq")),
+                      "cur_hz": _int_or_none(values.get("CurrentFreq"))}
+            if "FreqOverride" in values:
+                engine["freq_override"] = _int_or_none(values["FreqOverride"])
+            data[match.group(1).lower()] = engine
+            continue
+        match = _TPC_RE.search(line)
+        if match:
+            data["active_gpu_tpcs"] = int(match.group(1))
+            continue
+        match = _CLUSTER_RE.search(line)
+        if match:
+            data["cluster_switching"] = match.group(1)
+            continue
+        if line.lower().startswith("fan"):
+            data["fan"].append(line)
+            continue
+        match = _POWER_MODE_RE.search(line)
+        if match:
+            data["power_mode"] = match.group(1)
+            continue
+        data["unparsed"].append(line)
+    data["locked"] = _locked(data)
+    return data
+
+
+def _cpu_range_members(text):
+    members = set()
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            low, _, high = part.partition("-")
+            if low.isdigit() and high.isdigit():
+                members.update(range(int(low), int(high) + 1))
+        elif part.isdigit():
+            members.add(int(part))
+    return members
+
+
+def _locked(data):
+    """jtop's ``jetson_clocks_alive`` rule; None when the output has too little to decide."""
+    gpu, emc, cpus = data["gpu"], data["emc"], data["cpus"]
+    if not cpus or gpu is None:
+        return None
+    online_set = _cpu_range_members(data["online_cpus"]) if data["online_cpus"] else None
+    for name, cpu in cpus.items():
+        online = cpu["online"]
+        if online is None and online_set is not None:
+            online = int(name[3:]) in online_set
+        if online is False:
+            continue
+        if cpu["min_khz"] is None or cpu["min_khz"] != cpu["max_khz"]:
+            return False
+    if gpu["min_hz"] is None or gpu["min_hz"] != gpu["max_hz"]:
+        return False
+    if emc is not None and emc.get("cur_hz") is not None and emc["cur_hz"] != emc.get("max_hz"):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Running jetson_clocks
+# --------------------------------------------------------------------------------------------------------------
+def jetson_clocks_path():
+    return find_tool("jetson_clocks")
+
+
+def _run(args, timeout, input_text=None):
+    tool = jetson_clocks_path()
+    if tool is None:
+        raise EdgeAttnError("jetson_clocks is not installed (looked on PATH, /usr/sbin, /usr/bin)")
+    result = run_command(privileged([tool] + list(args)), timeout=timeout, input_text=input_text)
+    if result.returncode != 0 or _ROOT_ERROR_RE.search(result.output):
+        lines = [line.strip() for line in result.output.splitlines() if line.strip()]
+        detail = lines[-1] if lines else "exit status {}".format(result.returncode)
+        raise EdgeAttnError("jetson_clocks {} failed: {}".format(" ".join(args) or "(lock)", detail))
+    return result
+
+
+def show(timeout=TIMEOUT_S, use_sudo=False):
+    """``jetson_clocks --show`` parsed; None when jetson_clocks is not installed or cannot run (it needs root:
+    with ``use_sudo`` it is run through ``sudo -n`` when we are not root)."""
+    tool = jetson_clocks_path()
+    if tool is None:
+        return None
+    args = privileged([tool, "--show"]) if use_sudo else [tool, "--show"]
+    try:
+        result = run_command(args, timeout=timeout)
+    except EdgeAttnError:
+        return None
+    if result.returncode != 0 or _ROOT_ERROR_RE.search(result.output):
+        return None
+    return parse_show(result.output)
+
+
+def store(path, timeout=TIMEOUT_S):
+    """``jetson_clocks --store PATH``. An existing PATH is removed first: the script would prompt Y/N on stdin."""
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        os.unlink(path)
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    _run(["--store", path], timeout)
+    if not os.path.exists(path):
+        raise EdgeAttnError("jetson_clocks --store {} reported success but wrote no file".format(path))
+    return path
+
+
+def restore(path, timeout=TIMEOUT_S):
+    """``jetson_clocks --restore PATH`` (the file from :func:`store`)."""
+    path = os.path.abspath(path)
+    if not os.path.exists(path):
+        raise EdgeAttnError("cannot restore clocks: {} does not exist".format(path))
+    _run(["--restore", path], timeout)
+
+
+def lock(timeout=TIMEOUT_S):
+    """Run ``jetson_clocks`` without options: clocks pinned at the current mode's maxima (jetson.md §3.1)."""
+    _run([], timeout)

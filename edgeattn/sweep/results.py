@@ -1,0 +1,186 @@
+"""Sweep results: one row per model x mode x precision x repeat, in results.json and results.csv.
+
+Both files are rewritten atomically after every measurement, so an interrupted or failed sweep leaves complete
+files holding every finished row (never a half-written file). results.json keeps the full rows (bench statistics,
+power, telemetry, run context); results.csv flattens them to the columns in :data:`CSV_COLUMNS` plus one
+``power_<RAIL>_w`` column per rail seen (inserted after ``power_total_w``).
+"""
+import csv
+import io
+import json
+import os
+
+from .._io import atomic_write
+from ..errors import EdgeAttnError
+
+RESULTS_SCHEMA = "edgeattn.sweep/1"
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+
+LATENCY_KEYS = ("mean", "std", "cov", "min", "p50", "p90", "p95", "p99", "max")
+
+#: Columns of results.csv, in order. ``power_<RAIL>_w`` columns follow ``power_total_w``.
+CSV_COLUMNS = (
+    ["model", "precision", "mode_id", "mode_name", "mode_budget_w", "threads", "clocks", "repeat",
+     "backend", "provider", "batch", "iterations", "throughput_items_per_s"]
+    + ["latency_{}_ms".format(k) if k != "cov" else "latency_cov" for k in LATENCY_KEYS]
+    + ["gpu_compute_mean_ms",
+       "power_source", "power_samples", "power_approximate", "power_total_rail", "power_total_w",
+       "energy_per_item_j", "items_per_s_per_w",
+       "gpu_util_mean_pct", "gpu_freq_mean_mhz", "gpu_freq_min_mhz", "gpu_freq_max_mhz", "gpu_temp_max_c",
+       "temp_max_c", "temp_max_sensor", "throttled", "throttle_reasons", "settled", "settle_waited_s",
+       "window_start_unix", "window_end_unix", "started_unix",
+       "profile", "board_model", "l4t_release", "jetpack", "model_path", "model_sha256", "engine_path"]
+)
+
+
+def row_key(row):
+    """Identity of a measurement, used to skip finished ones on --resume."""
+    return (row["model_key"], int(row["mode_id"]), row["precision_requested"], int(row["repeat"]))
+
+
+def flatten_row(row, context):
+    """One results.csv record (a dict keyed by column) for a full JSON row."""
+    latency = row.get("latency_ms") or {}
+    gpu_compute = row.get("gpu_compute_ms") or {}
+    power = row.get("power") or {}
+    telemetry = row.get("telemetry") or {}
+    window = row.get("window") or {}
+    settle = row.get("settle") or {}
+    board = context.get("board") or {}
+    flat = {
+        "model": row.get("model"), "precision": row.get("precision"), "mode_id": row.get("mode_id"),
+        "mode_name": row.get("mode_name"), "mode_budget_w": row.get("mode_budget_w"), "threads": row.get("threads"),
+        "clocks": row.get("clocks"), "repeat": row.get("repeat"), "backend": row.get("backend"),
+        "provider": row.get("provider"), "batch": row.get("batch"), "iterations": row.get("iterations"),
+        "throughput_items_per_s": row.get("throughput_items_per_s"),
+        "gpu_compute_mean_ms": gpu_compute.get("mean"),
+        "power_source": power.get("source"), "power_samples": power.get("samples"),
+        "power_approximate": power.get("approximate"), "power_total_rail": power.get("total_rail"),
+        "power_total_w": power.get("total_w"),
+        "energy_per_item_j": row.get("energy_per_item_j"), "items_per_s_per_w": row.get("items_per_s_per_w"),
+        "gpu_util_mean_pct": telemetry.get("gpu_util_mean_pct"),
+        "gpu_freq_mean_mhz": telemetry.get("gpu_freq_mean_mhz"),
+        "gpu_freq_min_mhz": telemetry.get("gpu_freq_min_mhz"), "gpu_freq_max_mhz": telemetry.get("gpu_freq_max_mhz"),
+        "gpu_temp_max_c": telemetry.get("gpu_temp_max_c"), "temp_max_c": telemetry.get("temp_max_c"),
+        "temp_max_sensor": telemetry.get("temp_max_sensor"),
+        "throttled": row.get("throttled"), "throttle_reasons": "; ".join(row.get("throttle_reasons") or []),
+        "settled": settle.get("settled"), "settle_waited_s": settle.get("waited_s"),
+        "window_start_unix": window.get("start_unix"), "window_end_unix": window.get("end_unix"),
+        "started_unix": row.get("started_unix"),
+        "profile": context.get("profile"), "board_model": board.get("model"),
+        "l4t_release": board.get("l4t_release"), "jetpack": board.get("jetpack"),
+        "model_path": row.get("model_path"), "model_sha256": row.get("model_sha256"),
+        "engine_path": row.get("engine_path"),
+    }
+    for key in LATENCY_KEYS:
+        flat["latency_{}_ms".format(key) if key != "cov" else "latency_cov"] = latency.get(key)
+    for rail, value in (power.get("rails_w") or {}).items():
+        flat["power_{}_w".format(rail)] = value
+    return flat
+
+
+def csv_columns(flat_rows):
+    rails = []
+    for flat in flat_rows:
+        for key in flat:
+            if key.startswith("power_") and key.endswith("_w") and key not in CSV_COLUMNS and key not in rails:
+                rails.append(key)
+    columns = list(CSV_COLUMNS)
+    at = columns.index("power_total_w") + 1
+    return columns[:at] + rails + columns[at:]
+
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)
+
+
+class ResultStore(object):
+    """Rows of one sweep directory; ``save()`` rewrites results.json and results.csv atomically."""
+
+    def __init__(self, out_dir, context=None):
+        self.out_dir = out_dir
+        self.context = dict(context or {})
+        self.rows = []
+        self.skipped = []
+        self.notes = []
+        self.restore = None
+        self.status = "running"
+
+    @property
+    def json_path(self):
+        return os.path.join(self.out_dir, RESULTS_JSON)
+
+    @property
+    def csv_path(self):
+        return os.path.join(self.out_dir, RESULTS_CSV)
+
+    def load_existing(self):
+        """Load the rows of a previous run of this directory (for --resume); returns how many were loaded."""
+        if not os.path.exists(self.json_path):
+            return 0
+        data = load_results(self.out_dir)
+        self.rows = list(data.get("rows", []))
+        self.skipped = list(data.get("skipped", []))
+        self.notes = list(data.get("notes", []))
+        return len(self.rows)
+
+    def done_keys(self):
+        return set(row_key(row) for row in self.rows)
+
+    def add(self, row):
+        self.rows.append(row)
+        self.save()
+
+    def skip(self, entry):
+        if entry not in self.skipped:
+            self.skipped.append(entry)
+
+    def to_dict(self):
+        return {"schema": RESULTS_SCHEMA, "status": self.status, "sweep": self.context, "rows": self.rows,
+                "skipped": self.skipped, "notes": self.notes, "restore": self.restore}
+
+    def save(self):
+        with atomic_write(self.json_path, "w") as handle:
+            json.dump(self.to_dict(), handle, indent=1, default=_json_default)
+            handle.write("\n")
+        flat_rows = [flatten_row(row, self.context) for row in self.rows]
+        columns = csv_columns(flat_rows)
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for flat in flat_rows:
+            writer.writerow([_csv_value(flat.get(column)) for column in columns])
+        with atomic_write(self.csv_path, "w") as handle:
+            handle.write(buffer.getvalue())
+
+
+def _json_default(value):
+    # numpy scalars from a bench function, tuples, sets
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)
+
+
+def load_results(out_dir):
+    """Read ``out_dir/results.json``; EdgeAttnError when missing or not a sweep result."""
+    path = out_dir if out_dir.endswith(".json") else os.path.join(out_dir, RESULTS_JSON)
+    if not os.path.isfile(path):
+        raise EdgeAttnError("no sweep results at {} (run `edgeattn sweep ... -o DIR` first)".format(path))
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise EdgeAttnError("cannot read {}: {}".format(path, error))
+    if not isinstance(data, dict) or data.get("schema") != RESULTS_SCHEMA:
+        raise EdgeAttnError("{} is not an edgeattn sweep result (schema {!r})".format(
+            path, data.get("schema") if isinstance(data, dict) else None))
+    return data

@@ -1,0 +1,640 @@
+"""``run_sweep``: benchmark models across a board's power modes and write results.json / results.csv.
+
+For each mode: switch (or skip when it needs a reboot, unless --allow-reboot: then save the resume file and
+reboot), optionally lock clocks, settle, then run the benchmark for every model x precision x repeat while power
+and telemetry are sampled concurrently; each result row gets the samples of its own measurement window. The
+original mode and clocks are restored on success, error, Ctrl-C (SIGINT) and SIGTERM: signal handlers turn the
+signal into an exception so the ``finally`` runs, and further signals are held back while restoring.
+
+The benchmark function is injectable (``bench=``): it defaults to :func:`edgeattn.bench.run_benchmark`
+(INTERFACES §5) and is only imported when a sweep runs.
+"""
+import contextlib
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+import time
+
+from .._version import __version__
+from ..errors import EdgeAttnError
+from .. import profiles as profiles_io
+from ..jetson import board as board_io
+from ..jetson import default_root
+from . import state as state_io
+from .controllers import HostCpuController, JetsonController
+from .results import ResultStore, row_key
+from .telemetry import Telemetry, settle, start_telemetry, throttling
+
+PRECISIONS = ("fp32", "fp16")
+ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
+ONNX_SUFFIXES = (".onnx",)
+AS_BUILT = "as-built"
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived during a sweep (raised from the signal handler so that ``finally`` runs)."""
+
+    def __init__(self, signum):
+        KeyboardInterrupt.__init__(self, "signal {}".format(signum))
+        self.signum = signum
+
+    @property
+    def exit_code(self):
+        return 128 + int(self.signum)
+
+
+class SweepOutcome(object):
+    def __init__(self, status, out_dir, rows, skipped, restore, message=None):
+        self.status = status          # complete | rebooting | interrupted | failed
+        self.out_dir = out_dir
+        self.rows = rows
+        self.skipped = skipped
+        self.restore = restore
+        self.message = message
+
+
+def default_bench():
+    """The benchmark function of the bench area (imported lazily: it may pull in TensorRT or ONNX Runtime)."""
+    try:
+        from ..bench import run_benchmark
+    except ImportError as error:
+        raise EdgeAttnError("edgeattn.bench.run_benchmark is not available ({}); it runs every sweep measurement"
+                            .format(error))
+    return run_benchmark
+
+
+def default_engine_builder():
+    """``edgeattn build``'s Python API, :func:`edgeattn.engine.build.build_engine(onnx_path, engine_path,
+    precision=...)` (it writes the engine and its manifest); None when it cannot be imported."""
+    try:
+        from ..engine.build import build_engine
+    except ImportError:
+        return None
+    return build_engine
+
+
+# --------------------------------------------------------------------------------------------------------------
+# signals
+# --------------------------------------------------------------------------------------------------------------
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _in_main_thread():
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _raise_on_signals():
+    if not _in_main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SweepInterrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def _hold_signals(echo):
+    """While restoring, a second Ctrl-C must not abandon the board half-restored: note it and carry on."""
+    if not _in_main_thread():
+        yield
+        return
+    received = []
+
+    def handler(signum, frame):
+        received.append(signum)
+        echo("restoring the original power mode and clocks; please wait")
+
+    previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------------------
+def _echo_stderr(line):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _format_duration(seconds):
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return "{}h{:02d}m".format(seconds // 3600, (seconds % 3600) // 60)
+    if seconds >= 60:
+        return "{}m{:02d}s".format(seconds // 60, seconds % 60)
+    return "{}s".format(seconds)
+
+
+def parse_modes(text):
+    """``all`` or ``0,2,3`` -> "all" or [0, 2, 3]."""
+    if text is None or str(text).strip().lower() == "all":
+        return "all"
+    if isinstance(text, (list, tuple)):
+        return [int(v) for v in text]
+    ids = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit():
+            raise EdgeAttnError("--modes takes 'all' or mode IDs like 0,2,3; got {!r}".format(text))
+        ids.append(int(part))
+    if not ids:
+        raise EdgeAttnError("--modes is empty")
+    return ids
+
+
+def parse_precisions(text):
+    values = [p.strip().lower() for p in (text.split(",") if isinstance(text, str) else text) if p.strip()]
+    bad = [p for p in values if p not in PRECISIONS]
+    if bad or not values:
+        raise EdgeAttnError("--precision takes a comma list of {}; got {!r}".format(", ".join(PRECISIONS), text))
+    return list(dict.fromkeys(values))
+
+
+def resolve_profile(name, root):
+    """``auto``: the profile matching the detected board, or host-cpu where no Jetson is found."""
+    if name and name != "auto":
+        return profiles_io.load_profile(name), None
+    board = board_io.detect_board(root)
+    if board is None:
+        return profiles_io.load_profile(profiles_io.HOST_CPU), None
+    profile = profiles_io.match_board(board)
+    if profile is None:
+        raise EdgeAttnError("no profile matches this board (model {!r}, compatible {}); pass --profile NAME (see "
+                            "`edgeattn profiles`)".format(board.model, ", ".join(board.compatible) or "none"))
+    return profile, board
+
+
+def _model_entries(models):
+    entries, names = [], {}
+    for given in models:
+        path = os.path.abspath(given)
+        if not os.path.isfile(path):
+            raise EdgeAttnError("model file not found: {}".format(given))
+        lower = path.lower()
+        if lower.endswith(ONNX_SUFFIXES):
+            kind = "onnx"
+        elif lower.endswith(ENGINE_SUFFIXES):
+            kind = "engine"
+        else:
+            raise EdgeAttnError("{}: a model must be an ONNX file (.onnx) or a TensorRT engine ({})".format(
+                given, ", ".join(ENGINE_SUFFIXES)))
+        name = os.path.splitext(os.path.basename(path))[0]
+        if name in names and names[name] != path:
+            raise EdgeAttnError("two models are both named {!r} ({} and {}); rename one".format(
+                name, names[name], path))
+        names[name] = path
+        entries.append({"name": name, "path": path, "kind": kind})
+    if not entries:
+        raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
+    return entries
+
+
+def _plan_variants(entries, precisions, profile, backend, echo):
+    """(model, precision) pairs to measure and how: run the ONNX file, run an engine as it is, or build one
+    engine per precision first. Returns (variants, notes)."""
+    variants, notes = [], []
+    onnx_runtime = (not profile.is_jetson) or backend == "onnxruntime"
+    for entry in entries:
+        if entry["kind"] == "engine":
+            if not profile.is_jetson:
+                raise EdgeAttnError("{} is a TensorRT engine; the host-cpu profile runs ONNX models on ONNX Runtime"
+                                    .format(entry["path"]))
+            if len(precisions) > 1 or precisions[0] != "fp32":
+                notes.append("{}: a built engine has its precision fixed at build time; it runs once per mode "
+                             "(precision column from the benchmark)".format(entry["name"]))
+            variants.append({"model": entry, "precision": AS_BUILT, "build": False})
+            continue
+        for precision in precisions:
+            if onnx_runtime:
+                if precision != "fp32":
+                    notes.append("{} {}: skipped, ONNX Runtime on the CPU runs fp32 only".format(
+                        entry["name"], precision))
+                    continue
+                variants.append({"model": entry, "precision": "fp32", "build": False})
+            else:
+                variants.append({"model": entry, "precision": precision, "build": True})
+    for note in notes:
+        echo(note)
+    if not variants:
+        raise EdgeAttnError("nothing to measure: every model/precision pair was skipped ({})".format("; ".join(notes)))
+    return variants, notes
+
+
+def _order_plan(modes, current_id, needs_reboot):
+    """Current mode first, then the modes it reaches live, then the other reboot groups (fewest reboots)."""
+    by_id = {m.id: m for m in modes}
+    ordered = []
+    if current_id in by_id:
+        ordered.append(by_id[current_id])
+    live = [m for m in modes if m.id != current_id and not needs_reboot(current_id, m.id)]
+    rest = [m for m in modes if m.id != current_id and needs_reboot(current_id, m.id)]
+    ordered.extend(sorted(live, key=lambda m: m.id))
+    groups = []
+    for mode in sorted(rest, key=lambda m: m.id):
+        key = repr(mode.group)
+        if key not in groups:
+            groups.append(key)
+    for key in groups:
+        ordered.extend(m for m in sorted(rest, key=lambda m: m.id) if repr(m.group) == key)
+    return ordered
+
+
+def _build_engines(variants, out_dir, builder, echo):
+    engine_dir = os.path.join(out_dir, "engines")
+    for variant in variants:
+        if not variant["build"]:
+            variant["bench_path"] = variant["model"]["path"]
+            continue
+        target = os.path.join(engine_dir, "{}.{}.engine".format(variant["model"]["name"], variant["precision"]))
+        variant["bench_path"] = target
+        if os.path.isfile(target):
+            echo("reusing engine {}".format(target))
+            continue
+        echo("building {} engine for {}".format(variant["precision"], variant["model"]["name"]))
+        os.makedirs(engine_dir, exist_ok=True)
+        builder(variant["model"]["path"], target, precision=variant["precision"])
+        if not os.path.isfile(target):
+            raise EdgeAttnError("building {} produced no engine at {}".format(variant["model"]["path"], target))
+
+
+def _eta(measurement_s, measurements_left, mode_overhead_s, modes_left):
+    """Seconds left: the mean measurement time for each one left, plus the mean switch/settle time per mode left;
+    None before the first measurement finished."""
+    if not measurement_s:
+        return None
+    per_measurement = sum(measurement_s) / len(measurement_s)
+    per_mode = sum(mode_overhead_s) / len(mode_overhead_s) if mode_overhead_s else 0.0
+    return per_measurement * measurements_left + per_mode * modes_left
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the sweep
+# --------------------------------------------------------------------------------------------------------------
+def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend="auto", clocks="default",
+              settle_s=30.0, repeats=3, allow_reboot=False, resume=False, out_dir="runs/sweep", bench=None,
+              engine_builder=None, duration_s=10.0, warmup_s=2.0, batch=1, power_source="auto", interval_ms=500,
+              temp_limit_c=85.0, root=None, echo=None):
+    """Run a power-mode sweep; returns a :class:`SweepOutcome`.
+
+    ``models``: ONNX files or TensorRT engines. ``profile``: a profile name or "auto". ``modes``: "all" or a list
+    of mode IDs (thread counts for host-cpu). ``bench``: the benchmark function (default
+    ``edgeattn.bench.run_benchmark``). ``engine_builder(onnx, engine, precision=...)`` builds per-precision
+    engines on a Jetson (default ``edgeattn.engine.build.build_engine`` when it imports). With ``resume`` the
+    options are read from ``out_dir``'s resume file and finished measurements are skipped. Raises
+    :class:`EdgeAttnError` for bad input and :class:`SweepInterrupted` after restoring when SIGINT/SIGTERM arrived.
+    """
+    echo = echo or _echo_stderr
+    root = root or default_root()
+    out_dir = os.path.abspath(out_dir)
+    if resume:
+        saved = state_io.load_state(out_dir)
+        options = saved["options"]
+        if models and sorted(os.path.abspath(m) for m in models) != sorted(options["models"]):
+            raise EdgeAttnError("--resume continues the sweep in {} with its own models ({}); pass the same models "
+                                "or none".format(out_dir, ", ".join(options["models"])))
+    else:
+        saved = None
+        if os.path.exists(os.path.join(out_dir, "results.json")) or os.path.exists(state_io.state_path(out_dir)):
+            raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it or choose another -o".format(
+                out_dir))
+        for given in models:
+            if not os.path.isfile(given):
+                raise EdgeAttnError("model file not found: {}".format(given))
+        options = {
+            "models": [os.path.abspath(m) for m in models], "profile": profile, "modes": parse_modes(modes),
+            "precisions": parse_precisions(precisions), "backend": backend, "clocks": clocks,
+            "settle_s": float(settle_s), "repeats": int(repeats), "allow_reboot": bool(allow_reboot),
+            "duration_s": duration_s, "warmup_s": warmup_s, "batch": int(batch), "power_source": power_source,
+            "interval_ms": int(interval_ms), "temp_limit_c": float(temp_limit_c),
+        }
+    if options["clocks"] not in ("default", "max"):
+        raise EdgeAttnError("--clocks must be 'default' or 'max', got {!r}".format(options["clocks"]))
+    if options["repeats"] < 1:
+        raise EdgeAttnError("--repeats must be at least 1")
+    if options["interval_ms"] < 500:
+        raise EdgeAttnError("the power sampling interval must be at least 500 ms (INA3221 refreshes every ~430 ms)")
+
+    entries = _model_entries(options["models"])
+    profile_obj, board = resolve_profile(options["profile"], root)
+    echo("profile: {} ({})".format(profile_obj.name, profile_obj.display_name))
+    if profile_obj.is_jetson:
+        controller = JetsonController(profile_obj, root, echo, board=board)
+    else:
+        controller = HostCpuController(profile_obj, echo)
+    for line in controller.warnings:
+        echo("warning: " + line)
+    variants, variant_notes = _plan_variants(entries, options["precisions"], profile_obj, options["backend"], echo)
+    bench = bench or default_bench()
+    if engine_builder is None:
+        engine_builder = default_engine_builder()
+    if engine_builder is None and any(v["build"] for v in variants):
+        raise EdgeAttnError("ONNX models on a Jetson are built into one TensorRT engine per precision, and "
+                            "edgeattn's build API (edgeattn.engine.build.build_engine) is not available: build "
+                            "engines with `edgeattn build` and pass them, or use --backend onnxruntime")
+
+    all_modes = controller.modes()
+    if not all_modes:
+        raise EdgeAttnError("profile {} gives no modes to sweep".format(profile_obj.name))
+    current_id = controller.current_mode_id()
+    by_id = {m.id: m for m in all_modes}
+    wanted = options["modes"]
+    if wanted != "all":
+        unknown = [i for i in wanted if i not in by_id]
+        if unknown:
+            raise EdgeAttnError("mode(s) {} not on this board; its modes are: {}".format(
+                ", ".join(map(str, unknown)), ", ".join("{} {}".format(m.id, m.name) for m in all_modes)))
+        selected = [by_id[i] for i in wanted]
+    else:
+        selected = all_modes
+
+    store = ResultStore(out_dir)
+    if saved is not None:
+        original = saved["original"]
+        plan_ids = saved["plan"]
+        plan = [by_id[i] for i in plan_ids if i in by_id]
+        store.load_existing()
+        if saved.get("status") == "rebooting":
+            target = saved.get("reboot_target")
+            here = controller.current_mode_id() if profile_obj.is_jetson else None
+            if target is not None and here != target:
+                echo("warning: the sweep rebooted into mode {} but the board is in mode {}".format(target, here))
+            else:
+                echo("resumed after the reboot into mode {}".format(target))
+        state = saved
+    else:
+        ordered = _order_plan(selected, current_id, lambda a, b: bool(controller.needs_reboot(a, b)))
+        plan, predicted_skips = [], []
+        for mode in ordered:
+            if not options["allow_reboot"] and controller.needs_reboot(current_id, mode.id):
+                reason = controller.reboot_reason(mode)
+                echo("skip mode {} {}: {}".format(mode.id, mode.name, reason))
+                predicted_skips.append({"mode_id": mode.id, "mode_name": mode.name, "reason": reason})
+            else:
+                plan.append(mode)
+        if not plan:
+            raise EdgeAttnError("nothing to run: every selected mode needs a reboot from the current mode; pass "
+                                "--allow-reboot or choose other --modes")
+        for entry in predicted_skips:
+            store.skip(entry)
+        original = None
+        state = {"options": options, "plan": [m.id for m in plan], "done_modes": [], "status": "starting",
+                 "skipped": predicted_skips}
+    controller.preflight(plan, options["clocks"])
+    os.makedirs(out_dir, exist_ok=True)
+    if original is None:
+        original = controller.capture_original(out_dir, options["clocks"])
+        state["original"] = original
+    state["status"] = "running"
+    state_io.save_state(out_dir, state)
+
+    store.context = {
+        "edgeattn_version": __version__, "python": platform.python_version(), "host": socket.gethostname(),
+        "platform": platform.platform(), "started_unix": time.time(), "profile": profile_obj.name,
+        "profile_kind": profile_obj.kind, "options": options, "original": original,
+        "plan": [m.to_dict() for m in plan], "board": (controller.board.to_dict() if controller.board else None),
+        "controller": controller.context(), "warnings": controller.warnings,
+    }
+    for note in variant_notes:
+        if note not in store.notes:
+            store.notes.append(note)
+    return _execute(controller, store, state, plan, variants, options, original, bench, engine_builder,
+                    profile_obj, root, echo)
+
+
+def _execute(controller, store, state, plan, variants, options, original, bench, builder, profile, root, echo):
+    out_dir = store.out_dir
+    done = store.done_keys()
+    total = len(plan) * len(variants) * options["repeats"]
+    already = sum(1 for key in done if key[1] in [m.id for m in plan])
+    timings, mode_overheads = [], []  # seconds per measurement; per mode for switching, locking and settling
+    status, interruption, failure, message = "failed", None, None, None
+    telemetry = Telemetry()
+    unpowered = []  # measured rows waiting for the power samples that cover the end of their window
+    with _raise_on_signals():
+        try:
+            if profile.is_jetson:
+                telemetry = start_telemetry(root, options["power_source"], options["interval_ms"],
+                                            profile.power.get("total_rail"), echo)
+                for note in telemetry.notes:
+                    if note not in store.notes:
+                        store.notes.append(note)
+            else:
+                store.notes.append("host-cpu: no power measurement on this profile")
+            _build_engines(variants, out_dir, builder, echo)
+            counter = [already]
+            for index, mode in enumerate(plan):
+                if mode.id in state.get("done_modes", []):
+                    continue
+                todo = [(v, r) for v in variants for r in range(1, options["repeats"] + 1)
+                        if (v["model"]["path"], mode.id, v["precision"], r) not in done]
+                if not todo:
+                    state["done_modes"].append(mode.id)
+                    continue
+                mode_started = time.time()
+                # the samples covering the end of the last window must be read before the board changes mode
+                _flush(unpowered, telemetry, store, options, wait=True)
+                result, why = controller.switch(mode, options["allow_reboot"], original)
+                if result == "reboot":
+                    state["status"] = "rebooting"
+                    state["reboot_target"] = mode.id
+                    state_io.save_state(out_dir, state)
+                    store.status = "rebooting"
+                    store.save()
+                    line = controller.reboot_into(mode)
+                    if line:
+                        echo(line)
+                        message = "after the reboot, continue with: edgeattn sweep --resume -o {}".format(out_dir)
+                        echo(message)
+                        status = "rebooting"
+                        break
+                    state["status"] = "running"
+                    controller.current_mode_id()
+                    result = "ready"
+                if result == "skip":
+                    echo("skip mode {} {}: {}".format(mode.id, mode.name, why))
+                    store.skip({"mode_id": mode.id, "mode_name": mode.name, "reason": why})
+                    state.setdefault("skipped", []).append({"mode_id": mode.id, "reason": why})
+                    state["done_modes"].append(mode.id)
+                    total -= len(todo)
+                    state_io.save_state(out_dir, state)
+                    store.save()
+                    continue
+                echo("mode {} {} ({}/{})".format(mode.id, mode.name, index + 1, len(plan)))
+                reference_gpu = controller.lock_clocks() if options["clocks"] == "max" else None
+                if profile.is_jetson:
+                    settled = settle(telemetry if telemetry.board else None, options["settle_s"])
+                else:
+                    settled = {"settled": None, "waited_s": 0.0,
+                               "reason": "host-cpu: nothing was switched, nothing to settle"}
+                if options["settle_s"] > 0 and profile.is_jetson:
+                    echo("  settle: {} ({:.1f} s)".format(settled["reason"], settled["waited_s"]))
+                mode_overheads.append(time.time() - mode_started)
+                modes_left = sum(1 for m in plan[index + 1:] if m.id not in state.get("done_modes", []))
+                for variant, repeat in todo:
+                    started = time.time()
+                    counter[0] += 1
+                    eta = _eta(timings, total - counter[0] + 1, mode_overheads, modes_left)
+                    echo("[{}/{}] mode {} {} | {} {} | repeat {}/{} | ETA {}".format(
+                        counter[0], total, mode.id, mode.name, variant["model"]["name"], variant["precision"],
+                        repeat, options["repeats"], _format_duration(eta)))
+                    row = _measure(bench, variant, mode, repeat, options, reference_gpu, settled)
+                    unpowered.append(row)
+                    done.add(row_key(row))
+                    _flush(unpowered, telemetry, store, options, wait=False)
+                    timings.append(time.time() - started)
+                state["done_modes"].append(mode.id)
+                state_io.save_state(out_dir, state)
+            if status != "rebooting":
+                status = "complete"
+        except SweepInterrupted as error:
+            status, interruption = "interrupted", error
+            message = "interrupted by signal {}".format(error.signum)
+        except BaseException as error:
+            status, failure = "failed", error
+            message = "failed: {}".format(error)
+        finally:
+            outcome = _finish(controller, store, state, telemetry, original, options, status, message, echo,
+                              unpowered)
+    if interruption is not None:
+        echo("sweep interrupted; {} result row(s) kept in {}; continue with: edgeattn sweep --resume -o {}".format(
+            len(store.rows), out_dir, out_dir))
+        raise interruption
+    if failure is not None:
+        echo("sweep failed; {} result row(s) kept in {}; after fixing the cause, continue with: edgeattn sweep "
+             "--resume -o {}".format(len(store.rows), out_dir, out_dir))
+        raise failure
+    return outcome
+
+
+def _flush(pending, telemetry, store, options, wait):
+    """Attach power and telemetry to measured rows whose window is covered by samples, then save them.
+
+    A sample describes the interval before it arrives, so the end of a window is covered up to one interval
+    later; rows wait in ``pending`` meanwhile (the next measurement runs in that time) instead of the sweep
+    sleeping after every measurement. ``wait``: block until every pending row is covered (before a mode switch and at the end).
+    """
+    if not pending:
+        return
+    if wait:
+        telemetry.wait_for_samples_after(max(row["window"]["end_unix"] for row in pending))
+    ready = [row for row in pending if wait or telemetry.covers(row["window"]["end_unix"])]
+    for row in ready:
+        _attach_power(row, telemetry, options)
+        store.rows.append(row)
+    pending[:] = [row for row in pending if all(row is not r for r in ready)]
+    if ready:
+        store.save()
+
+
+def _finish(controller, store, state, telemetry, original, options, status, message, echo, unpowered=None):
+    """Stop samplers, restore the board (unless it is rebooting into the next mode), write the final files."""
+    with _hold_signals(echo):
+        try:
+            _flush(unpowered or [], telemetry, store, options, wait=True)
+        except Exception as error:  # results must not stop the restore
+            echo("warning: could not attach power to the last measurement(s): {}".format(error))
+        errors = telemetry.stop() if telemetry is not None else []
+        if status == "rebooting":
+            report = {"mode": {"ok": None, "detail": "rebooting into the next mode; restored at the end of the sweep"},
+                      "clocks": {"ok": None, "detail": "clocks reset by the reboot"}}
+        else:
+            report = controller.restore(original, allow_reboot=options["allow_reboot"], final=(status == "complete"))
+        if errors:
+            report["telemetry"] = errors
+        store.restore = report
+        store.status = status
+        state["status"] = status
+        state["restore"] = report
+        for part in ("mode", "clocks"):
+            entry = report.get(part) or {}
+            if entry.get("ok") is False:
+                echo("warning: restore {}: {}".format(part, entry.get("detail")))
+            elif entry.get("ok") and controller.kind == "jetson":
+                echo("restored {}: {}".format(part, entry.get("detail")))
+        try:
+            store.save()
+        finally:
+            state_io.save_state(store.out_dir, state)
+    return SweepOutcome(status, store.out_dir, store.rows, store.skipped, report, message)
+
+
+def _measure(bench, variant, mode, repeat, options, reference_gpu, settled):
+    """Run one benchmark; the row gets its power and telemetry later, in :func:`_attach_power`."""
+    started = time.time()
+    result = bench(variant["bench_path"], backend=options["backend"], batch=options["batch"],
+                   warmup_s=options["warmup_s"], duration_s=options["duration_s"], threads=mode.threads)
+    finished = time.time()
+    if not isinstance(result, dict) or "throughput_items_per_s" not in result:
+        raise EdgeAttnError("the benchmark returned no throughput for {}".format(variant["bench_path"]))
+    window = dict(result.get("window") or {})
+    window = {"start_unix": window.get("start_unix", started), "end_unix": window.get("end_unix", finished)}
+    model_info = result.get("model") or {}
+    precision = result.get("precision") if variant["precision"] == AS_BUILT else variant["precision"]
+    return {
+        "model": variant["model"]["name"],
+        "model_key": variant["model"]["path"],
+        "model_path": variant["model"]["path"],
+        "engine_path": variant["bench_path"] if variant["build"] else None,
+        "model_sha256": model_info.get("sha256"),
+        "precision_requested": variant["precision"],
+        "precision": precision or variant["precision"],
+        "mode_id": mode.id,
+        "mode_name": mode.name,
+        "mode_budget_w": mode.budget_w,
+        "mode_threads": mode.threads,
+        "threads": mode.threads if mode.threads is not None else result.get("threads"),
+        "clocks": options["clocks"],
+        "repeat": repeat,
+        "backend": result.get("backend"),
+        "provider": result.get("provider"),
+        "batch": result.get("batch", options["batch"]),
+        "iterations": result.get("iterations"),
+        "latency_ms": result.get("latency_ms"),
+        "throughput_items_per_s": result.get("throughput_items_per_s"),
+        "gpu_compute_ms": result.get("gpu_compute_ms"),
+        "window": window,
+        "power": None,
+        "telemetry": None,
+        "energy_per_item_j": None,
+        "items_per_s_per_w": None,
+        "throttled": None,
+        "throttle_reasons": [],
+        "reference_gpu_mhz": reference_gpu,
+        "settle": settled,
+        "started_unix": started,
+        "bench_schema": result.get("schema"),
+        "bench_context": result.get("context"),
+    }
+
+
+def _attach_power(row, telemetry, options):
+    power, tele = telemetry.window(row["window"]["start_unix"], row["window"]["end_unix"])
+    throttled, reasons = throttling(tele, options["temp_limit_c"], row.get("reference_gpu_mhz"))
+    throughput, total_w = row["throughput_items_per_s"], power.get("total_w")
+    row.update({
+        "power": power,
+        "telemetry": tele,
+        "energy_per_item_j": (total_w / throughput) if total_w and throughput else None,
+        "items_per_s_per_w": (throughput / total_w) if total_w and throughput else None,
+        "throttled": throttled,
+        "throttle_reasons": reasons,
+    })

@@ -1,0 +1,182 @@
+"""Telemetry during a sweep: which samplers run, settling after a mode switch, throttling flags.
+
+Settling (peers-and-style.md §C.7 item 2, jetson.md §8.5): after a switch, wait until the GPU temperature and
+GPU clock have stayed within a tolerance over a short sliding window, or until the time cap. Without telemetry
+(host CPU, no tegrastats) the sweep waits the full cap.
+
+Throttling (§C.7 item 7): a measurement is flagged when the hottest chip sensor reached the temperature limit,
+or when the GPU clock, while busy, fell below 90 % of the reference (the locked clock from ``jetson_clocks
+--show`` when clocks are locked, else the highest clock seen in the same window).
+"""
+import time
+
+from ..jetson import ina3221, tegrastats
+from ..jetson.power import samples_in_window, window_summary
+
+BUSY_UTIL_PCT = 50
+CLOCK_DROP_FRACTION = 0.9
+
+
+class Telemetry(object):
+    """The samplers of a sweep: ``power`` (tegrastats or INA3221, or None) and ``board`` (tegrastats, or None:
+    GPU load/clock and temperatures). Both may be the same tegrastats sampler."""
+
+    def __init__(self, power=None, board=None, total_rail=None, notes=None):
+        self.power = power
+        self.board = board
+        self.total_rail = total_rail
+        self.notes = list(notes or [])
+
+    @property
+    def power_source(self):
+        return self.power.source if self.power is not None else "none"
+
+    def start(self):
+        for sampler in self._unique():
+            sampler.start()
+
+    def stop(self):
+        errors = []
+        for sampler in self._unique():
+            try:
+                sampler.stop()
+            except Exception as error:  # stopping is part of restoring: keep going
+                errors.append("{}: {}".format(sampler.source, error))
+        return errors
+
+    def _unique(self):
+        seen = []
+        for sampler in (self.power, self.board):
+            if sampler is not None and all(sampler is not s for s in seen):
+                seen.append(sampler)
+        return seen
+
+    def wait_for_samples_after(self, stamp, clock=time.time, sleep=time.sleep):
+        """Block (at most ~2 intervals) until every sampler has a sample received after ``stamp`` plus half an
+        interval, so the end of a measurement window is covered."""
+        for sampler in self._unique():
+            deadline = clock() + 2.5 * sampler.interval_s
+            target = stamp + sampler.interval_s / 2.0
+            while clock() < deadline:
+                if sampler.samples(since=target):
+                    break
+                if hasattr(sampler, "running") and not sampler.running:
+                    break
+                sleep(min(0.05, sampler.interval_s / 4.0))
+
+    def covers(self, stamp):
+        """True when every sampler has delivered the sample that covers time ``stamp`` (or has stopped)."""
+        for sampler in self._unique():
+            if hasattr(sampler, "running") and not sampler.running:
+                continue
+            if not sampler.samples(since=stamp + sampler.interval_s / 2.0):
+                return False
+        return True
+
+    def window(self, start, end):
+        """Power and telemetry for [start, end] (the bench result's window)."""
+        summary = {"source": "none", "samples": 0, "approximate": False, "rails_w": {}, "total_w": None,
+                   "total_rail": None}
+        if self.power is not None:
+            power = window_summary(self.power.samples(), start, end, self.power.interval_s, self.power.source,
+                                   self.total_rail)
+            summary = {key: power[key] for key in ("source", "samples", "approximate", "interval_s", "rails_w",
+                                                   "total_w", "total_rail")}
+        telemetry = None
+        busy_min = None
+        if self.board is not None:
+            board = window_summary(self.board.samples(), start, end, self.board.interval_s, self.board.source)
+            telemetry = {key: board[key] for key in ("samples", "gpu_util_mean_pct", "gpu_freq_mean_mhz",
+                                                     "gpu_freq_min_mhz", "gpu_freq_max_mhz", "gpu_temp_max_c",
+                                                     "temp_max_c", "temp_max_sensor")}
+            chosen, _ = samples_in_window(self.board.samples(), start, end, self.board.interval_s)
+            busy = [s.gpu_freq_mhz for _, s in chosen
+                    if s.gpu_freq_mhz is not None and (s.gpu_util_pct is None or s.gpu_util_pct >= BUSY_UTIL_PCT)]
+            busy_min = min(busy) if busy else None
+            telemetry["gpu_freq_busy_min_mhz"] = busy_min
+        return summary, telemetry
+
+
+def start_telemetry(root="/", power_source="auto", interval_ms=500, total_rail=None, echo=None):
+    """Choose and start the samplers. ``power_source``: auto (INA3221 sysfs when found, as jetson.md §8.6
+    recommends, else tegrastats), tegrastats, ina3221 or none. tegrastats also runs for temperatures and clocks
+    whenever it is installed."""
+    notes = []
+    board = None
+    if tegrastats.tegrastats_path() is not None and power_source != "none":
+        board = tegrastats.TegrastatsSampler(interval_ms=interval_ms)
+    rails = ina3221.discover_rails(root) if power_source in ("auto", "ina3221") else []
+    power = None
+    if power_source == "ina3221" or (power_source == "auto" and rails):
+        power = ina3221.Ina3221Sampler(rails, interval_s=max(interval_ms / 1000.0, ina3221.MIN_INTERVAL_S))
+        notes.append("power from INA3221 sysfs rails: {}".format(", ".join(r.name for r in rails)))
+    elif power_source in ("auto", "tegrastats"):
+        if board is None:
+            if power_source == "tegrastats":
+                from ..errors import EdgeAttnError
+
+                raise EdgeAttnError("--power-source tegrastats: tegrastats is not installed")
+            notes.append("no power source (no INA3221 rails, no tegrastats): power columns stay empty")
+        else:
+            power = board
+            notes.append("power from tegrastats rails (interval {} ms)".format(interval_ms))
+    else:
+        notes.append("power measurement disabled (--power-source none)")
+    if board is None and power_source != "none":
+        notes.append("no tegrastats: no GPU clock/temperature telemetry, settling waits the full cap")
+    telemetry = Telemetry(power=power, board=board, total_rail=total_rail, notes=notes)
+    try:
+        telemetry.start()
+    except OSError as error:
+        # a sampler that cannot start must not stop the sweep: measure without it and say so
+        telemetry.stop()
+        notes.append("could not start power/telemetry sampling ({}): power columns stay empty".format(error))
+        telemetry = Telemetry(total_rail=total_rail, notes=notes)
+    if echo:
+        for note in notes:
+            echo(note)
+    return telemetry
+
+
+def settle(telemetry, cap_s, clock=time.time, sleep=time.sleep, temp_tol_c=1.0, freq_tol=0.05):
+    """Wait until GPU temperature and clock are stable, or ``cap_s``. Returns {"settled", "waited_s", "reason"}."""
+    start = clock()
+    if cap_s <= 0:
+        return {"settled": None, "waited_s": 0.0, "reason": "settling disabled (--settle-s 0)"}
+    sampler = telemetry.board if telemetry is not None else None
+    if sampler is None:
+        sleep(cap_s)
+        return {"settled": None, "waited_s": round(clock() - start, 3),
+                "reason": "no temperature/clock telemetry: waited the full {:g} s".format(cap_s)}
+    window_s = min(5.0, max(1.0, cap_s / 2.0))
+    while True:
+        now = clock()
+        recent = [s for t, s in sampler.samples(since=max(start, now - window_s))]
+        if len(recent) >= 2 and now - start >= window_s:
+            temps = [s.gpu_temp_c for s in recent if s.gpu_temp_c is not None]
+            freqs = [s.gpu_freq_mhz for s in recent if s.gpu_freq_mhz is not None]
+            temp_ok = not temps or max(temps) - min(temps) <= temp_tol_c
+            freq_ok = not freqs or max(freqs) - min(freqs) <= freq_tol * max(max(freqs), 1)
+            if (temps or freqs) and temp_ok and freq_ok:
+                return {"settled": True, "waited_s": round(now - start, 3),
+                        "reason": "GPU temperature and clock stable over {:g} s".format(window_s)}
+        if now - start >= cap_s:
+            return {"settled": False, "waited_s": round(now - start, 3),
+                    "reason": "not stable after the {:g} s cap".format(cap_s)}
+        sleep(min(0.25, max(0.01, cap_s - (now - start))))
+
+
+def throttling(telemetry_window, temp_limit_c, reference_gpu_mhz=None):
+    """(flag, reasons) for one window. flag is None when there was no telemetry to judge by."""
+    if not telemetry_window or not telemetry_window.get("samples"):
+        return None, []
+    reasons = []
+    hottest = telemetry_window.get("temp_max_c")
+    if hottest is not None and hottest >= temp_limit_c:
+        reasons.append("temperature {:.1f} C on {} reached the {:g} C limit".format(
+            hottest, telemetry_window.get("temp_max_sensor"), temp_limit_c))
+    busy_min = telemetry_window.get("gpu_freq_busy_min_mhz")
+    reference = reference_gpu_mhz or telemetry_window.get("gpu_freq_max_mhz")
+    if busy_min is not None and reference and busy_min < CLOCK_DROP_FRACTION * reference:
+        reasons.append("GPU clock dropped to {:g} MHz while busy (reference {:g} MHz)".format(busy_min, reference))
+    return bool(reasons), reasons

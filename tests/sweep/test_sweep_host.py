@@ -1,0 +1,155 @@
+"""host-cpu sweeps (thread budgets, no board tools) and the `edgeattn sweep` command line."""
+import json
+import os
+
+import pytest
+
+import stubbench
+from edgeattn.errors import EdgeAttnError
+from edgeattn.sweep import run_sweep, runner
+
+
+def _model(tmp_path, name):
+    path = tmp_path / "{}.onnx".format(name)
+    path.write_bytes(b"onnx")
+    return str(path)
+
+
+@pytest.fixture
+def plain_host(monkeypatch, tmp_path):
+    """No Jetson tools on PATH and no fake root: what a developer's machine looks like."""
+    monkeypatch.setenv("PATH", os.path.dirname(os.__file__) + os.pathsep + "/usr/bin:/bin")
+    monkeypatch.setenv("EDGEATTN_JETSON_ROOT", str(tmp_path / "emptyroot"))
+    for name in ("FAKE_JETSON_STATE", "FAKE_JETSON_BOARD", "EDGEATTN_SUDO"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_host_cpu_sweep_runs_thread_budgets(plain_host, tmp_path):
+    bench = stubbench.make_bench(sleep_s=0.01)
+    lines = []
+    outcome = run_sweep([_model(tmp_path, "m1"), _model(tmp_path, "m2")], profile="auto", modes="1,2",
+                        precisions="fp32,fp16", settle_s=0, repeats=2, duration_s=0.01,
+                        out_dir=str(tmp_path / "out"), bench=bench, echo=lines.append)
+    assert outcome.status == "complete" and len(outcome.rows) == 2 * 2 * 2
+    assert lines[0].startswith("profile: host-cpu")
+    assert sorted(set(call["threads"] for call in bench.calls)) == [1, 2]
+    for row in outcome.rows:
+        assert row["precision"] == "fp32" and row["mode_threads"] == row["mode_id"]
+        assert row["throughput_items_per_s"] == stubbench.expected_fps(row["model"], threads=row["mode_id"])
+        assert row["power"]["source"] == "none" and row["energy_per_item_j"] is None
+        assert row["throttled"] is None
+    assert any("fp16: skipped, ONNX Runtime on the CPU runs fp32 only" in line for line in lines)
+    data = json.load(open(str(tmp_path / "out" / "results.json")))
+    assert "m1 fp16: skipped, ONNX Runtime on the CPU runs fp32 only" in data["notes"]
+    assert data["restore"]["mode"]["ok"] and data["status"] == "complete"
+
+
+def test_progress_shows_mode_model_repeat_and_eta(plain_host, tmp_path):
+    lines = []
+    run_sweep([_model(tmp_path, "m1")], profile="host-cpu", modes="1", settle_s=0, repeats=3, duration_s=0.01,
+              out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(sleep_s=0.01), echo=lines.append)
+    progress = [line for line in lines if line.startswith("[")]
+    assert progress[0] == "[1/3] mode 1 1 thread | m1 fp32 | repeat 1/3 | ETA ?"
+    assert progress[2].startswith("[3/3] mode 1 1 thread | m1 fp32 | repeat 3/3 | ETA ") and "?" not in progress[2]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(clocks="max"), "--clocks max needs a Jetson"),
+    (dict(modes="99"), "mode(s) 99 not on this board; its modes are: 1 1 thread"),
+    (dict(modes="a,b"), "--modes takes 'all' or mode IDs"),
+    (dict(precisions="int8"), "--precision takes a comma list of fp32, fp16"),
+    (dict(repeats=0), "--repeats must be at least 1"),
+    (dict(precisions="fp16"), "nothing to measure"),
+])
+def test_bad_options_fail_before_anything_runs(plain_host, tmp_path, kwargs, message):
+    bench = stubbench.make_bench()
+    with pytest.raises(EdgeAttnError) as info:
+        run_sweep([_model(tmp_path, "m1")], profile="host-cpu", out_dir=str(tmp_path / "out"), bench=bench,
+                  echo=lambda line: None, **kwargs)
+    assert message in str(info.value)
+    assert bench.calls == [] and not (tmp_path / "out" / "results.json").exists()
+
+
+def test_bad_models(plain_host, tmp_path):
+    engine = tmp_path / "x.engine"
+    engine.write_bytes(b"engine")
+    text = tmp_path / "notes.txt"
+    text.write_text("x")
+    for models, message in (([str(engine)], "is a TensorRT engine; the host-cpu profile runs ONNX"),
+                            ([str(text)], "must be an ONNX file"),
+                            ([str(tmp_path / "missing.onnx")], "model file not found"),
+                            ([], "give at least one model")):
+        with pytest.raises(EdgeAttnError, match=message):
+            run_sweep(models, profile="host-cpu", out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(),
+                      echo=lambda line: None)
+
+
+def test_unknown_board_asks_for_a_profile(fake_board, tmp_path):
+    board = fake_board("nano-4gb")
+    with open(os.path.join(board.root, "proc", "device-tree", "compatible"), "wb") as handle:
+        handle.write(b"nvidia,p3541-0000\0nvidia,tegra210\0")
+    with pytest.raises(EdgeAttnError, match="no profile matches this board"):
+        run_sweep([_model(tmp_path, "m1")], out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(),
+                  echo=lambda line: None)
+
+
+def test_jetson_onnx_without_build_api(fake_board, tmp_path, monkeypatch):
+    board = fake_board("nano-4gb")
+    monkeypatch.setattr(runner, "default_engine_builder", lambda: None)
+    with pytest.raises(EdgeAttnError, match="build API"):
+        run_sweep([_model(tmp_path, "m1")], out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(),
+                  echo=lambda line: None)
+    assert board.calls("nvpmodel") == [] or all("-m" not in c["argv"] for c in board.calls("nvpmodel"))
+    # with ONNX Runtime as the backend the ONNX file runs as it is (fp32)
+    outcome = run_sweep([_model(tmp_path, "m1")], backend="onnxruntime", modes="0", settle_s=0, repeats=1,
+                        duration_s=0.6, out_dir=str(tmp_path / "out2"), bench=stubbench.make_bench(),
+                        echo=lambda line: None)
+    assert [r["engine_path"] for r in outcome.rows] == [None]
+
+
+def test_engines_run_as_built(fake_board, tmp_path):
+    fake_board("orin-nano-8gb")
+    engine = tmp_path / "m2.fp16.engine"
+    engine.write_bytes(b"engine")
+    lines = []
+    outcome = run_sweep([str(engine)], modes="1", precisions="fp32,fp16", settle_s=0, repeats=1, duration_s=0.6,
+                        out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(), echo=lines.append)
+    assert [(r["precision"], r["precision_requested"]) for r in outcome.rows] == [("fp16", "as-built")]
+    assert any("precision fixed at build time" in line for line in lines)
+
+
+# -- command line ----------------------------------------------------------------------------------------------
+def test_cli_sweep_then_report(plain_host, tmp_path, invoke, monkeypatch):
+    monkeypatch.setattr(runner, "default_bench", lambda: stubbench.make_bench(sleep_s=0.01))
+    out = str(tmp_path / "out")
+    result = invoke(["sweep", _model(tmp_path, "m1"), _model(tmp_path, "m2"), "--profile", "host-cpu", "--modes",
+                     "1,2", "--settle-s", "0", "--repeats", "1", "--duration-s", "0.01", "-o", out], expect=0)
+    assert "4 result row(s) in {}/results.csv".format(out) in result.stdout
+    assert "next: edgeattn report {}".format(out) in result.stdout
+    assert "[4/4] mode 2 2 threads | m2 fp32 | repeat 1/1" in result.stderr
+    result = invoke(["report", out, "--baseline", "m1"], expect=0)
+    report = open(os.path.join(out, "report.md")).read()
+    assert "Speedup vs baseline `m1`" in report and "slowest model in the same mode" in report
+    assert os.path.exists(os.path.join(out, "plots", "fps_vs_mode_fp32.png"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--resume"], "--resume needs -o DIR"),
+    ([], "give at least one model"),
+    (["missing.onnx", "--profile", "host-cpu"], "model file not found: missing.onnx"),
+    (["{m1}", "--profile", "nope"], "unknown profile 'nope'"),
+    (["{m1}", "--profile", "host-cpu", "--modes", "7,x"], "--modes takes 'all' or mode IDs"),
+])
+def test_cli_errors_are_one_line(plain_host, tmp_path, invoke, monkeypatch, args, message):
+    monkeypatch.setattr(runner, "default_bench", lambda: stubbench.make_bench(sleep_s=0.01))
+    monkeypatch.chdir(str(tmp_path))
+    args = [a.replace("{m1}", _model(tmp_path, "m1")) for a in args]
+    result = invoke(["sweep"] + args + ["-o", str(tmp_path / "out")] if "--resume" not in args else ["sweep"] + args,
+                    expect=2)
+    assert result.stderr.startswith("edgeattn: error: ") and message in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_cli_interval_below_500_ms(invoke, tmp_path):
+    result = invoke(["sweep", "x.onnx", "--interval-ms", "100"], expect=2)
+    assert "--interval-ms" in result.stderr

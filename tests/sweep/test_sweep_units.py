@@ -1,0 +1,120 @@
+"""Pieces of the sweep: plan order, mode budgets, settling, throttling flags, results files."""
+import csv
+import os
+
+import pytest
+
+from conftest import capture
+from edgeattn.jetson.tegrastats import parse_line
+from edgeattn.sweep import results, telemetry
+from edgeattn.sweep.controllers import SweepMode, budget_from_name
+from edgeattn.sweep.runner import _order_plan, parse_modes
+
+
+def test_plan_starts_with_the_current_mode_and_groups_reboots():
+    masks = {0: 0, 1: 248, 2: 240, 3: 0}                 # AGX Orin 64GB (jetson.md §1.1)
+    modes = [SweepMode(i, "m{}".format(i), group=[masks[i]]) for i in range(4)]
+    plan = _order_plan(modes, 2, lambda a, b: masks[a] != masks[b])
+    assert [m.id for m in plan] == [2, 0, 3, 1]
+
+
+def test_parse_modes_and_budgets():
+    assert parse_modes("all") == "all" and parse_modes("0, 2,3") == [0, 2, 3]
+    assert budget_from_name("MODE_15W") == 15 and budget_from_name("7W_AI") == 7 and budget_from_name("25W") == 25
+    assert budget_from_name("MAXN") is None and budget_from_name("MAXN_SUPER") is None
+    assert budget_from_name("MODE_30W_6CORE") == 30
+
+
+class _FakeSampler(object):
+    source = "tegrastats"
+    interval_s = 0.5
+    running = True
+
+    def __init__(self, timed):
+        self.timed = timed
+
+    def samples(self, since=None, until=None):
+        return [(t, s) for t, s in self.timed if (since is None or t >= since) and (until is None or t <= until)]
+
+
+class _Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _sample(temp, freq=612, util=99):
+    return parse_line("GR3D_FREQ {}%@[{}] gpu@{}C VDD_IN 5000mW/5000mW".format(util, freq, temp))
+
+
+def test_settle_waits_for_stable_temperature_and_clock():
+    clock = _Clock()
+    timed = [(1000.0 + 0.5 * i, _sample(50.0 + (2.0 if i < 6 else 0.0) * (6 - i))) for i in range(60)]
+    result = telemetry.settle(telemetry.Telemetry(board=_FakeSampler(timed)), 20.0, clock=clock, sleep=clock.sleep)
+    assert result["settled"] is True and 5.0 <= result["waited_s"] < 20.0
+
+
+def test_settle_gives_up_at_the_cap():
+    clock = _Clock()
+    timed = [(1000.0 + 0.5 * i, _sample(40.0 + i)) for i in range(60)]   # heating up all the time
+    result = telemetry.settle(telemetry.Telemetry(board=_FakeSampler(timed)), 6.0, clock=clock, sleep=clock.sleep)
+    assert result["settled"] is False and result["waited_s"] >= 6.0
+
+
+def test_settle_without_telemetry_waits_the_cap():
+    clock = _Clock()
+    result = telemetry.settle(None, 3.0, clock=clock, sleep=clock.sleep)
+    assert result["settled"] is None and result["waited_s"] == 3.0
+    assert telemetry.settle(None, 0, clock=clock, sleep=clock.sleep)["waited_s"] == 0.0
+
+
+def test_throttling_on_the_real_orin_nano_busy_line():
+    busy = parse_line(capture("tegrastats/orin_nano_super_jp62.log").splitlines()[1])
+    tele = telemetry.Telemetry(board=_FakeSampler([(10.0, busy)]))
+    _, window = tele.window(9.0, 10.0)
+    assert window["gpu_freq_busy_min_mhz"] == 612 and window["temp_max_c"] == 58.625
+    # locked at MAXN_SUPER's 1020 MHz but running at 612 MHz: a clock drop
+    flag, reasons = telemetry.throttling(window, temp_limit_c=85.0, reference_gpu_mhz=1020)
+    assert flag is True and reasons == ["GPU clock dropped to 612 MHz while busy (reference 1020 MHz)"]
+    flag, reasons = telemetry.throttling(window, temp_limit_c=58.0)
+    assert flag is True and reasons[0].startswith("temperature 58.6 C on gpu")
+    assert telemetry.throttling(window, temp_limit_c=85.0) == (False, [])
+    assert telemetry.throttling(None, 85.0) == (None, [])
+
+
+def _row(model, mode, repeat, rails):
+    return {"model": model, "model_key": "/m/" + model, "precision": "fp32", "precision_requested": "fp32",
+            "mode_id": mode, "mode_name": "M{}".format(mode), "repeat": repeat, "throughput_items_per_s": 10.0,
+            "latency_ms": {"mean": 100.0, "p99": 120.0}, "power": {"source": "tegrastats", "rails_w": rails,
+                                                                  "total_w": sum(rails.values())},
+            "throttled": False, "throttle_reasons": []}
+
+
+def test_results_files_are_written_atomically_with_rail_columns(tmp_path):
+    store = results.ResultStore(str(tmp_path), context={"profile": "x", "board": {"model": "B"}})
+    store.add(_row("a", 0, 1, {"VDD_IN": 5.0}))
+    store.add(_row("b", 1, 1, {"VDD_IN": 6.0, "VDD_SOC": 1.0}))
+    with open(store.csv_path) as handle:
+        records = list(csv.DictReader(handle))
+    header = open(store.csv_path).readline().strip().split(",")
+    at = header.index("power_total_w")
+    assert header[at + 1:at + 3] == ["power_VDD_IN_w", "power_VDD_SOC_w"]
+    assert records[0]["power_VDD_SOC_w"] == "" and records[1]["power_VDD_SOC_w"] == "1.0"
+    assert records[1]["latency_p99_ms"] == "120.0" and records[0]["board_model"] == "B"
+    assert results.load_results(str(tmp_path))["rows"][1]["model"] == "b"
+    assert sorted(os.listdir(str(tmp_path))) == ["results.csv", "results.json"]
+    assert results.row_key(store.rows[0]) == ("/m/a", 0, "fp32", 1)
+
+
+def test_load_results_errors(tmp_path):
+    from edgeattn.errors import EdgeAttnError
+    with pytest.raises(EdgeAttnError, match="no sweep results"):
+        results.load_results(str(tmp_path))
+    (tmp_path / "results.json").write_text("{\"schema\": \"other\"}")
+    with pytest.raises(EdgeAttnError, match="not an edgeattn sweep result"):
+        results.load_results(str(tmp_path))
