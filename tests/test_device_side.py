@@ -1,0 +1,155 @@
+"""The device-side path must run on Python 3.8 (JetPack 5) with only click, PyYAML and numpy.
+
+Three checks: vermin finds no syntax or stdlib use newer than 3.8; every device-side module imports with torch,
+onnx, onnxruntime and tensorrt made unimportable; and the device-side test directories pass under a real
+Python 3.8 interpreter in a virtual environment holding only click, PyYAML, numpy and pytest (when a 3.8
+interpreter exists on the machine).
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Everything `edgeattn build/bench/doctor/profiles/sweep/power/report` can import.
+DEVICE_SIDE_GLOBS = [
+    "edgeattn/__init__.py",
+    "edgeattn/_version.py",
+    "edgeattn/errors.py",
+    "edgeattn/_io.py",
+    "edgeattn/_subprocess.py",
+    "edgeattn/_paths.py",
+    "edgeattn/schemas.py",
+    "edgeattn/plugins.py",
+    "edgeattn/plugins/**/*.py",
+    "edgeattn/onnx_wire.py",
+    "edgeattn/doctor.py",
+    "edgeattn/trtexec.py",
+    "edgeattn/trtexec/**/*.py",
+    "edgeattn/profiles.py",
+    "edgeattn/bench/**/*.py",
+    "edgeattn/engine/**/*.py",
+    "edgeattn/jetson/**/*.py",
+    "edgeattn/sweep/**/*.py",
+    "edgeattn/report/**/*.py",
+    "edgeattn/cli/__init__.py",
+    "edgeattn/cli/build.py",
+    "edgeattn/cli/bench.py",
+    "edgeattn/cli/doctor.py",
+    "edgeattn/cli/profiles.py",
+    "edgeattn/cli/sweep.py",
+    "edgeattn/cli/power.py",
+    "edgeattn/cli/report.py",
+]
+
+# Test directories that exercise only the device-side path (each may skip tests needing onnx/onnxruntime).
+DEVICE_SIDE_TEST_DIRS = ["tests/bench", "tests/jetson", "tests/sweep", "tests/report", "tests/plugins"]
+HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "tensorrt", "onnx_graphsurgeon", "polygraphy", "matplotlib")
+
+
+def device_side_files():
+    files = set()
+    for pattern in DEVICE_SIDE_GLOBS:
+        files.update(glob.glob(os.path.join(REPO, pattern), recursive=True))
+    return sorted(files)
+
+
+def module_name(path):
+    rel = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
+    return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def test_device_side_files_exist():
+    names = {module_name(p) for p in device_side_files()}
+    assert "edgeattn.cli" in names and "edgeattn.errors" in names
+
+
+def test_vermin_minimum_python_is_3_8():
+    vermin = shutil.which("vermin") or os.path.join(os.path.dirname(sys.executable), "vermin")
+    if not os.path.exists(vermin):
+        pytest.skip("vermin is not installed")
+    files = device_side_files()
+    proc = subprocess.run(
+        [vermin, "-t=3.8-", "--no-tips", "--violations", "--eval-annotations", "--no-parse-comments"] + files,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
+    )
+    assert proc.returncode == 0, "vermin reports code newer than Python 3.8:\n" + proc.stdout
+
+
+BLOCKER = """
+import importlib.abc, sys
+HEAVY = {heavy!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] in HEAVY:
+            raise ImportError('blocked for the device-side check: ' + name)
+sys.meta_path.insert(0, Block())
+import importlib
+failed = []
+for name in {modules!r}:
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        failed.append('%s: %s: %s' % (name, type(error).__name__, error))
+print('\\n'.join(failed))
+sys.exit(1 if failed else 0)
+"""
+
+
+def test_device_side_modules_import_without_torch_or_onnx():
+    modules = [module_name(p) for p in device_side_files()]
+    code = BLOCKER.format(heavy=HEAVY_MODULES, modules=modules)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    assert proc.returncode == 0, "device-side modules need a heavy import at module level:\n" + proc.stdout
+
+
+def find_python38():
+    """A Python 3.8 interpreter that actually runs (a pyenv shim for an absent version does not)."""
+    candidates = [os.environ.get("EDGEATTN_PYTHON38")]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8")))
+    candidates.append(shutil.which("python3.8"))
+    for candidate in candidates:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        try:
+            probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   universal_newlines=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 8)":
+            return candidate
+    return None
+
+
+@pytest.mark.slow
+def test_device_side_tests_pass_under_python38(tmp_path_factory):
+    python38 = find_python38()
+    if python38 is None:
+        pytest.skip("no Python 3.8 interpreter on this machine (set EDGEATTN_PYTHON38)")
+    dirs = [d for d in DEVICE_SIDE_TEST_DIRS if os.path.isdir(os.path.join(REPO, d))]
+    if not dirs:
+        pytest.skip("no device-side test directories yet")
+    venv = str(tmp_path_factory.mktemp("py38") / "venv")
+    subprocess.run([python38, "-m", "venv", venv], check=True, timeout=300)
+    py = os.path.join(venv, "bin", "python")
+    install = subprocess.run(
+        [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "click", "PyYAML", "numpy",
+         "pytest", "hypothesis"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600,
+    )
+    if install.returncode != 0:
+        pytest.skip("could not install click/PyYAML/numpy/pytest for Python 3.8:\n" + install.stdout[-2000:])
+    env = dict(os.environ, PYTHONPATH=REPO, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONHOME", None)
+    proc = subprocess.run(
+        [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu"] + dirs,
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, "device-side tests fail under Python 3.8:\n" + proc.stdout[-6000:]
