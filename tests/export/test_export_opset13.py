@@ -1,0 +1,49 @@
+"""Opset 13 (TensorRT 8.2 on the Jetson Nano): the ELFATT, EfficientViT and SOFT++ models export, their
+TensorRT variant is a plain opset-13 / IR-7 file, and the ORT variant (checked in memory) matches PyTorch.
+
+LayerNormalization (opset 17), Gelu (20) and the opset-14 SDPA symbolic must be decomposed into opset-13 ops; the
+test checks every node of the main graph and of the function bodies against the opset-13 schemas.
+"""
+import onnx
+import pytest
+from onnx import defs
+
+from edgeattn.export.exporter import PARITY_RTOL, export_onnx, load_model
+from edgeattn.export.functions import build_function
+
+NANO_MODELS = ["cswin_t24181_elfatt", "efficientvit_b0", "softpp_tiny"]
+
+
+def _available_at_13(op_type):
+    try:
+        defs.get_schema(op_type, 13, "")
+    except Exception:  # noqa: BLE001 - onnx raises SchemaError for an op that does not exist yet
+        return False
+    return True
+
+
+def _graph_ops(nodes):
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _graph_ops(attr.g.node)
+
+
+@pytest.mark.parametrize("arch", NANO_MODELS)
+def test_opset13_tensorrt_variant(arch, tmp_path):
+    model, size = load_model(arch=arch, seed=0)
+    path = tmp_path / "model.onnx"
+    summary = export_onnx(model, path, img_size=size, opset=13, target="tensorrt", check=True)
+    assert summary.parity["max_rel"] <= PARITY_RTOL
+    exported = onnx.load(str(path))
+    assert exported.ir_version == 7
+    assert {e.domain: e.version for e in exported.opset_import} == {"": 13, "trt.plugins": 1}
+    assert len(exported.functions) == 0
+    assert summary.custom_ops  # the Nano file does route the attention cores to plugins
+    standard = {n.op_type for n in _graph_ops(exported.graph.node) if n.domain in ("", "ai.onnx")}
+    assert "LayerNormalization" not in standard
+    assert all(_available_at_13(op) for op in standard), sorted(op for op in standard if not _available_at_13(op))
+    for op_type in summary.custom_ops:
+        body_ops = {n.op_type for n in _graph_ops(build_function(op_type, 13, with_lepe=True).node)}
+        assert all(_available_at_13(op) for op in body_ops), (op_type, body_ops)
