@@ -15,8 +15,12 @@ def report(directory, baseline, no_html, no_plots):
     Tables per precision: throughput per mode (mean ± std over repeats), speedup vs --baseline, the speedup
     ratio vs the slowest model in each mode (each table says which), mean power, energy per item and items/s
     per watt. Plots like the ELFATT paper's Fig. 4: FPS vs power mode, speedup vs power mode, FPS per watt.
+    The throughput and speedup tables are also printed.
     """
-    from ..report import build_report
+    from ..report import build_report, summary_markdown
 
-    for path in build_report(directory, baseline=baseline, html=not no_html, plots=not no_plots):
-        click.echo(path)
+    written = build_report(directory, baseline=baseline, html=not no_html, plots=not no_plots)
+    click.echo(summary_markdown(directory, baseline=baseline))
+    click.echo("")
+    for path in written:
+        click.echo("wrote " + path)

@@ -39,11 +39,13 @@ from ..errors import EdgeAttnError
 @click.option("--allow-reboot", is_flag=True,
               help="Include modes that need a reboot: save a resume file, reboot, then continue with --resume.")
 @click.option("--resume", is_flag=True, help="Continue the sweep in -o DIR (after a reboot, failure or Ctrl-C).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace a finished sweep in -o DIR (refused for one whose board state was never restored).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory (default runs/sweep-YYYYmmdd-HHMMSS; required with --resume).")
 @click.pass_context
 def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, repeats, duration_s, warmup_s, batch,
-          power_source, interval_ms, temp_limit_c, allow_reboot, resume, out_dir):
+          power_source, interval_ms, temp_limit_c, allow_reboot, resume, overwrite, out_dir):
     """Benchmark MODELS (ONNX files or TensorRT engines) in every power mode of the board.
 
     For each mode: switch with nvpmodel (skipping modes that need a reboot unless --allow-reboot), optionally lock
@@ -53,6 +55,8 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
     """
     from ..sweep.runner import SweepInterrupted, run_sweep
 
+    if resume and overwrite:
+        raise EdgeAttnError("--resume and --overwrite exclude each other")
     if resume and not out_dir:
         raise EdgeAttnError("--resume needs -o DIR (the directory of the sweep to continue)")
     if not models and not resume:
@@ -63,7 +67,7 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
             list(models), profile=profile, modes=modes, precisions=precisions, backend=backend, clocks=clocks,
             settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume, out_dir=out_dir,
             duration_s=duration_s, warmup_s=warmup_s, batch=batch, power_source=power_source,
-            interval_ms=interval_ms, temp_limit_c=temp_limit_c,
+            interval_ms=interval_ms, temp_limit_c=temp_limit_c, overwrite=overwrite,
             echo=lambda line: click.echo(line, err=True))
     except SweepInterrupted as interrupted:
         ctx.exit(interrupted.exit_code)

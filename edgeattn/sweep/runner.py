@@ -25,7 +25,7 @@ from ..jetson import board as board_io
 from ..jetson import default_root
 from . import state as state_io
 from .controllers import HostCpuController, JetsonController
-from .results import ResultStore, row_key
+from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
 from .telemetry import Telemetry, settle, start_telemetry, throttling
 
 PRECISIONS = ("fp32", "fp16")
@@ -289,10 +289,39 @@ def _eta(measurement_s, measurements_left, mode_overhead_s, modes_left):
 # --------------------------------------------------------------------------------------------------------------
 # the sweep
 # --------------------------------------------------------------------------------------------------------------
+def _discard_finished_sweep(out_dir):
+    """Remove a previous sweep's files so a new one can start in ``out_dir``.
+
+    Refused while that sweep still holds the board's original state: it was killed before restoring (status
+    starting/running), is rebooting between modes, or its restore failed. Only ``--resume`` may finish those.
+    """
+    try:
+        previous = state_io.load_state(out_dir)
+    except EdgeAttnError:
+        previous = None
+    if previous is not None:
+        status = previous.get("status")
+        restore = previous.get("restore") or {}
+        failed = [part for part in ("mode", "clocks") if (restore.get(part) or {}).get("ok") is False]
+        if status not in ("complete", "interrupted", "failed") or failed:
+            raise EdgeAttnError("{} holds an unfinished sweep (status {}{}) whose original board state is only "
+                                "recorded there; finish it with --resume instead of --overwrite".format(
+                                    out_dir, status, ", restore failed: " + ", ".join(failed) if failed else ""))
+    for name in (RESULTS_JSON, RESULTS_CSV, state_io.STATE_FILE, "jetson_clocks.orig", "report.md", "report.html"):
+        path = os.path.join(out_dir, name)
+        if os.path.isfile(path):
+            os.unlink(path)
+    plots = os.path.join(out_dir, "plots")
+    if os.path.isdir(plots):
+        for name in os.listdir(plots):
+            if name.endswith((".png", ".svg")):
+                os.unlink(os.path.join(plots, name))
+
+
 def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend="auto", clocks="default",
               settle_s=30.0, repeats=3, allow_reboot=False, resume=False, out_dir="runs/sweep", bench=None,
               engine_builder=None, duration_s=10.0, warmup_s=2.0, batch=1, power_source="auto", interval_ms=500,
-              temp_limit_c=85.0, root=None, echo=None):
+              temp_limit_c=85.0, root=None, echo=None, overwrite=False):
     """Run a power-mode sweep; returns a :class:`SweepOutcome`.
 
     ``models``: ONNX files or TensorRT engines. ``profile``: a profile name or "auto". ``modes``: "all" or a list
@@ -301,6 +330,7 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     engines on a Jetson (default ``edgeattn.engine.build.build_engine`` when it imports). With ``resume`` the
     options are read from ``out_dir``'s resume file and finished measurements are skipped. Raises
     :class:`EdgeAttnError` for bad input and :class:`SweepInterrupted` after restoring when SIGINT/SIGTERM arrived.
+    ``overwrite`` replaces a finished sweep in ``out_dir`` (never one whose board state was not restored).
     """
     echo = echo or _echo_stderr
     root = root or default_root()
@@ -314,8 +344,10 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     else:
         saved = None
         if os.path.exists(os.path.join(out_dir, "results.json")) or os.path.exists(state_io.state_path(out_dir)):
-            raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it or choose another -o".format(
-                out_dir))
+            if not overwrite:
+                raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it, --overwrite to replace "
+                                    "it, or choose another -o".format(out_dir))
+            _discard_finished_sweep(out_dir)
         for given in models:
             if not os.path.isfile(given):
                 raise EdgeAttnError("model file not found: {}".format(given))

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from conftest import capture
+from jetson_support import capture
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import clocks
 

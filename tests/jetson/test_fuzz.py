@@ -4,7 +4,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, capture
+from jetson_support import FIXTURES, capture
 from edgeattn.jetson import board, clocks, nvpmodel, power, tegrastats
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

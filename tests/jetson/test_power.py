@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import capture
+from jetson_support import capture
 from edgeattn.jetson import power
 from edgeattn.jetson.tegrastats import parse_line
 

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from conftest import capture
+from jetson_support import capture
 from edgeattn import profiles
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import nvpmodel

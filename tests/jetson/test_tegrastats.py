@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from conftest import capture
+from jetson_support import capture
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import tegrastats as ts
 

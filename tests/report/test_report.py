@@ -116,8 +116,11 @@ def test_report_files(tmp_path, invoke):
     out = str(tmp_path / "sweep")
     _write_results(out, _fig4_rows(), skipped=[{"mode_id": 9, "mode_name": "X", "reason": "needs a reboot"}])
     result = invoke(["report", out, "--baseline", "GLOBAL"], expect=0)
-    written = result.stdout.split()
+    written = [line[len("wrote "):] for line in result.stdout.splitlines() if line.startswith("wrote ")]
     assert written[:2] == [os.path.join(out, "report.md"), os.path.join(out, "report.html")]
+    # the terminal gets the headline tables: throughput and the speedup against the chosen baseline
+    assert "fp32: Speedup vs baseline `GLOBAL`" in result.stdout
+    assert "| ELFATT | 25.0 ± 1.4 | 48.0 ± 1.4 | 117.0 ± 1.4 | 174.0 ± 1.4 |" in result.stdout
     report = open(os.path.join(out, "report.md")).read()
     # modes ordered by budget with the uncapped MAXN last, as in Fig. 4
     assert "| model | MODE_15W | MODE_30W | MODE_50W | MAXN |" in report

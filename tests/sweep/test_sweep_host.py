@@ -84,6 +84,28 @@ def test_bad_models(plain_host, tmp_path):
                       echo=lambda line: None)
 
 
+def test_overwrite_replaces_a_finished_sweep_only(plain_host, tmp_path):
+    model = _model(tmp_path, "m1")
+    out = str(tmp_path / "out")
+    quiet = dict(profile="host-cpu", modes="1", settle_s=0, repeats=1, duration_s=0.01, out_dir=out,
+                 echo=lambda line: None)
+    run_sweep([model], bench=stubbench.make_bench(sleep_s=0.01), **quiet)
+    with pytest.raises(EdgeAttnError, match="already holds a sweep"):
+        run_sweep([model], bench=stubbench.make_bench(), **quiet)
+    second = run_sweep([model, _model(tmp_path, "m2")], bench=stubbench.make_bench(), overwrite=True, **quiet)
+    assert second.status == "complete"
+    assert sorted(set(row["model"] for row in json.load(open(os.path.join(out, "results.json")))["rows"])) == [
+        "m1", "m2"]
+    # A sweep killed before it restored the board keeps the only record of the original state: never discarded.
+    state = json.load(open(os.path.join(out, "sweep-state.json")))
+    state["status"] = "running"
+    with open(os.path.join(out, "sweep-state.json"), "w") as handle:
+        json.dump(state, handle)
+    with pytest.raises(EdgeAttnError, match="finish it with --resume"):
+        run_sweep([model], bench=stubbench.make_bench(), overwrite=True, **quiet)
+    assert os.path.exists(os.path.join(out, "results.json"))
+
+
 def test_unknown_board_asks_for_a_profile(fake_board, tmp_path):
     board = fake_board("nano-4gb")
     with open(os.path.join(board.root, "proc", "device-tree", "compatible"), "wb") as handle:

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import capture
+from jetson_support import capture
 from edgeattn.jetson.tegrastats import parse_line
 from edgeattn.sweep import results, telemetry
 from edgeattn.sweep.controllers import SweepMode, budget_from_name
