@@ -50,7 +50,7 @@ def parse_args(argv):
     parser.add_argument("--peak-gbps", type=float, default=None, help="peak memory bandwidth in GB/s")
     parser.add_argument("--skip-decomposition-above", type=int, default=65536,
                         help="skip the PyTorch decomposition of blockify/SOFT above this N (memory)")
-    parser.add_argument("--out", default=None, help="write the JSON here (default: stdout)")
+    parser.add_argument("--json", "--out", dest="out", default=None, help="write the JSON here (default: stdout)")
     return parser.parse_args(argv)
 
 

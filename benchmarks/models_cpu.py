@@ -94,7 +94,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds; each model runs once per round")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (default 1: stable on a shared machine; 0 = torch's default)")
-    parser.add_argument("--out", help="write JSON here (atomically) instead of stdout")
+    parser.add_argument("--json", "--out", dest="out", help="write JSON here (atomically) instead of stdout")
     args = parser.parse_args(argv)
 
     import torch

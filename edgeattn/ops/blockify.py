@@ -5,10 +5,10 @@ Op contract: ``export/schemas/EdgeAttnBlockifyAttention.yaml`` (custom op ``torc
 from typing import Optional
 
 import torch
-import torch.nn as nn
 
 from ._common import check_map, check_same_shape, check_tokens, downcast, require, upcast
 from .config import plugin_ops_enabled
+from .lepe import TokenAttention
 from .windows import window_attention
 
 #: padding policies of the op schema, in its order
@@ -81,7 +81,7 @@ def run_blockify_attention(q, k, v, *, num_heads, height, width, window_size, sc
                               scale=scale, lepe_weight=lepe_weight, lepe_bias=lepe_bias, padding=padding)
 
 
-class BlockifyAttention(nn.Module):
+class BlockifyAttention(TokenAttention):
     """Window (blockify) attention block core: qkv Linear -> blockify attention (+ per-window LePE) -> proj.
 
     ``BlockifyAttention(dim, num_heads, window_size, qkv_bias=True, lepe=True, padding="none", scale=None)``.
@@ -90,24 +90,17 @@ class BlockifyAttention(nn.Module):
     ``proj``. ``forward(x: (B, N, C), hw: (H, W)) -> (B, N, C)``.
     """
 
+    full_map_lepe = False  # LePE runs inside each window, fused into the core
+
     def __init__(self, dim, num_heads, window_size, qkv_bias=True, lepe=True, padding="none", scale=None):
-        super().__init__()
-        require(dim % num_heads == 0, "dim={} is not divisible by num_heads={}", dim, num_heads)
         require(padding in PADDING_MODES, "padding must be one of {}, got {!r}", PADDING_MODES, padding)
-        self.dim = dim
-        self.num_heads = num_heads
+        super().__init__(dim, num_heads, qkv_bias=qkv_bias, lepe=lepe)
         self.window_size = window_size
         self.padding = padding
         self.scale = scale
-        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        self.get_v = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if lepe else None
-        self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x, hw):
-        height, width = hw
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        out = run_blockify_attention(
+    def attend(self, q, k, v, height, width):
+        return run_blockify_attention(
             q, k, v, num_heads=self.num_heads, height=height, width=width, window_size=self.window_size,
             scale=self.scale, lepe_weight=None if self.get_v is None else self.get_v.weight,
             lepe_bias=None if self.get_v is None else self.get_v.bias, padding=self.padding)
-        return self.proj(out)

@@ -4,11 +4,10 @@ Op contract: ``export/schemas/EdgeAttnEfficientAttention.yaml`` (custom op
 ``torch.ops.edgeattn.efficient_attention``).
 """
 import torch
-import torch.nn as nn
 
-from ._common import check_map, check_same_shape, check_tokens, compute_dtype, downcast, require, upcast
+from ._common import check_same_shape, check_tokens, compute_dtype, downcast, require, upcast
 from .config import plugin_ops_enabled
-from .lepe import lepe
+from .lepe import TokenAttention
 
 
 def efficient_attention(q, k, v, *, num_heads, out=None):
@@ -60,7 +59,7 @@ def run_efficient_attention(q, k, v, *, num_heads):
     return efficient_attention(q, k, v, num_heads=num_heads)
 
 
-class EfficientAttention(nn.Module):
+class EfficientAttention(TokenAttention):
     """EFFATT block core: qkv Linear -> EFFATT per head (+ full-map LePE) -> proj.
 
     ``EfficientAttention(dim, num_heads, qkv_bias=True, lepe=True)``. This is ELFATT with c2 = 0
@@ -69,19 +68,7 @@ class EfficientAttention(nn.Module):
     """
 
     def __init__(self, dim, num_heads, qkv_bias=True, lepe=True):
-        super().__init__()
-        require(dim % num_heads == 0, "dim={} is not divisible by num_heads={}", dim, num_heads)
-        self.dim = dim
-        self.num_heads = num_heads
-        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        self.get_v = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if lepe else None
-        self.proj = nn.Linear(dim, dim)
+        super().__init__(dim, num_heads, qkv_bias=qkv_bias, lepe=lepe)
 
-    def forward(self, x, hw):
-        height, width = hw
-        check_map(x.shape[1], height, width)
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        out = run_efficient_attention(q, k, v, num_heads=self.num_heads)
-        if self.get_v is not None:
-            out = out + lepe(v, height, width, self.get_v.weight, self.get_v.bias)
-        return self.proj(out)
+    def attend(self, q, k, v, height, width):
+        return run_efficient_attention(q, k, v, num_heads=self.num_heads)

@@ -7,12 +7,11 @@ ONNX (SDPA has no ONNX symbolic below opset 14, and the explicit pattern is what
 Both compute softmax(q k^T * scale + bias) v.
 """
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from ._common import (check_map, check_same_shape, check_tokens, downcast, exporting, merge_heads, require,
+from ._common import (check_same_shape, check_tokens, downcast, exporting, merge_heads,
                       split_heads, upcast)
-from .lepe import lepe
+from .lepe import TokenAttention
 
 
 def attend(q, k, v, scale, bias=None):
@@ -52,7 +51,7 @@ def softmax_attention(q, k, v, *, num_heads, scale=None):
     return downcast(merge_heads(out), dtype)
 
 
-class MultiHeadSoftmaxAttention(nn.Module):
+class MultiHeadSoftmaxAttention(TokenAttention):
     """Global multi-head softmax attention block core: qkv Linear -> softmax attention (+ full-map LePE) -> proj.
 
     ``MultiHeadSoftmaxAttention(dim, num_heads, qkv_bias=True, lepe=False, scale=None)``.
@@ -63,20 +62,8 @@ class MultiHeadSoftmaxAttention(nn.Module):
     """
 
     def __init__(self, dim, num_heads, qkv_bias=True, lepe=False, scale=None):
-        super().__init__()
-        require(dim % num_heads == 0, "dim={} is not divisible by num_heads={}", dim, num_heads)
-        self.dim = dim
-        self.num_heads = num_heads
+        super().__init__(dim, num_heads, qkv_bias=qkv_bias, lepe=lepe)
         self.scale = scale
-        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        self.get_v = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if lepe else None
-        self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x, hw):
-        height, width = hw
-        check_map(x.shape[1], height, width)
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        out = softmax_attention(q, k, v, num_heads=self.num_heads, scale=self.scale)
-        if self.get_v is not None:
-            out = out + lepe(v, height, width, self.get_v.weight, self.get_v.bias)
-        return self.proj(out)
+    def attend(self, q, k, v, height, width):
+        return softmax_attention(q, k, v, num_heads=self.num_heads, scale=self.scale)
