@@ -311,6 +311,12 @@ extern "C" EDGEATTN_API int edgeattn_blockify_attention(const void* q, const voi
     }
     EDGEATTN_CHECK_ARG(q != nullptr && k != nullptr && v != nullptr && out != nullptr,
         EDGEATTN_STATUS_INVALID_ARGUMENT, "q, k, v and out must be device pointers");
+    size_t const elementBytes = dtypeSize(dtype);
+    EDGEATTN_CHECK_ARG(isAligned(q, elementBytes) && isAligned(k, elementBytes) && isAligned(v, elementBytes)
+            && isAligned(out, elementBytes) && isAligned(lepe_weight, elementBytes)
+            && isAligned(lepe_bias, elementBytes),
+        EDGEATTN_STATUS_INVALID_ARGUMENT, "q, k, v, out, lepe_weight and lepe_bias must be aligned to %zu bytes",
+        elementBytes);
 
     BlockifyParams params;
     params.q = q;

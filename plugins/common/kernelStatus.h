@@ -59,6 +59,15 @@ EDGEATTN_HOST_DEVICE inline int roundUp4(int a)
     return (a + 3) / 4 * 4;
 }
 
+//! Alignment the launchers require of the workspace: the SOFT projection reads its M and Y1 sub-buffers with
+//! 16-byte vector loads (cudaMalloc and TensorRT workspaces are 256-byte aligned).
+constexpr size_t kWorkspaceAlignment = 16;
+
+inline bool isAligned(void const* pointer, size_t alignment)
+{
+    return reinterpret_cast<uintptr_t>(pointer) % alignment == 0;
+}
+
 //! Upper bound on the static shared memory our kernels request: the sm_53 / sm_62 per-block limit, so every
 //! launch works on every Jetson without cudaFuncSetAttribute opt-in.
 constexpr size_t kMaxSharedBytes = 48 * 1024;

@@ -35,6 +35,10 @@ extern "C" EDGEATTN_API int edgeattn_efficient_attention(const void* q, const vo
     }
     EDGEATTN_CHECK_ARG(q != nullptr && k != nullptr && v != nullptr && out != nullptr,
         EDGEATTN_STATUS_INVALID_ARGUMENT, "q, k, v and out must be device pointers");
+    size_t const elementBytes = dtypeSize(dtype);
+    EDGEATTN_CHECK_ARG(isAligned(q, elementBytes) && isAligned(k, elementBytes) && isAligned(v, elementBytes)
+            && isAligned(out, elementBytes),
+        EDGEATTN_STATUS_INVALID_ARGUMENT, "q, k, v and out must be aligned to %zu bytes", elementBytes);
     int const headDim = channels / num_heads;
     LinearAttentionPlan plan;
     char const* reason = "";
@@ -44,6 +48,8 @@ extern "C" EDGEATTN_API int edgeattn_efficient_attention(const void* q, const vo
     EDGEATTN_CHECK_ARG(workspace_bytes >= needed && workspace != nullptr, EDGEATTN_STATUS_WORKSPACE_TOO_SMALL,
         "workspace of %zu bytes at %p; need %zu (edgeattn_efficient_attention_workspace_size)", workspace_bytes,
         workspace, needed);
+    EDGEATTN_CHECK_ARG(isAligned(workspace, kWorkspaceAlignment), EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "workspace %p is not %zu-byte aligned", workspace, kWorkspaceAlignment);
 
     LinearAttentionParams params;
     params.q = q;

@@ -72,6 +72,8 @@ extern "C" EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int ba
     }
     EDGEATTN_CHECK_ARG(qkv != nullptr && out != nullptr, EDGEATTN_STATUS_INVALID_ARGUMENT,
         "qkv and out must be device pointers");
+    EDGEATTN_CHECK_ARG(isAligned(qkv, dtypeSize(dtype)) && isAligned(out, dtypeSize(dtype)),
+        EDGEATTN_STATUS_INVALID_ARGUMENT, "qkv and out must be aligned to %zu bytes", dtypeSize(dtype));
     int const featureDim = featureDimFor(kernel, head_dim);
     LinearAttentionPlan plan;
     char const* reason = "";
@@ -81,6 +83,8 @@ extern "C" EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int ba
     EDGEATTN_CHECK_ARG(workspace_bytes >= needed && workspace != nullptr, EDGEATTN_STATUS_WORKSPACE_TOO_SMALL,
         "workspace of %zu bytes at %p; need %zu (edgeattn_lite_mla_workspace_size)", workspace_bytes, workspace,
         needed);
+    EDGEATTN_CHECK_ARG(isAligned(workspace, kWorkspaceAlignment), EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "workspace %p is not %zu-byte aligned", workspace, kWorkspaceAlignment);
 
     LinearAttentionParams params;
     int64_t const plane = tokens;

@@ -366,6 +366,48 @@ __device__ __forceinline__ void columnNorms(float const* matrixT, int columns, i
     }
 }
 
+/*
+ * P for one token tile and one landmark chunk: a GEMM of the transposed q tile [d][tokenTile] with the transposed
+ * landmark chunk [d][landmarkTile], then the Gaussian epilogue. Entries of tokens past `count` and of landmarks
+ * past the last one (`landmarksLeft` = M - first landmark of the chunk) are 0. kLandmarkMajor: store P as
+ * [landmarkTile][tokenTile] (pass 2 contracts over landmarks) instead of [tokenTile][landmarkTile] (pass 1
+ * contracts over tokens). Every thread of the block must call it; the caller synchronises before reading.
+ */
+template <bool kLandmarkMajor>
+__device__ __forceinline__ void gaussianTile(float const* queriesT, float const* landmarksT, float const* queryNorms,
+    float const* landmarkNorms, int tokenTile, int landmarkTile, int d, int count, int landmarksLeft, float* kernel)
+{
+    int const kernelTiles = (tokenTile / 4) * (landmarkTile / 4);
+    int const tilesI = landmarkTile / 4;
+    for (int tile = threadIdx.x; tile < kernelTiles; tile += blockDim.x)
+    {
+        int const n0 = (tile / tilesI) * 4;
+        int const i0 = (tile % tilesI) * 4;
+        float dots[4][4];
+        zeroTile4x4(dots);
+        mmaTile4x4(dots, queriesT, tokenTile, n0, landmarksT, landmarkTile, i0, d);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                bool const valid = n0 + r < count && i0 + c < landmarksLeft;
+                float const value
+                    = valid ? gaussianKernel(queryNorms[n0 + r], landmarkNorms[i0 + c], dots[r][c]) : 0.0F;
+                if (kLandmarkMajor)
+                {
+                    kernel[(i0 + c) * tokenTile + n0 + r] = value;
+                }
+                else
+                {
+                    kernel[(n0 + r) * landmarkTile + i0 + c] = value;
+                }
+            }
+        }
+    }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams const p)
 {
@@ -427,27 +469,8 @@ __global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams c
         __syncthreads();
         columnNorms(queriesT, tokenTile, d, queryNorms);
         __syncthreads();
-        int const kernelTiles = (tokenTile / 4) * (landmarkTile / 4);
-        int const tilesI = landmarkTile / 4;
-        for (int tile = threadIdx.x; tile < kernelTiles; tile += blockDim.x)
-        {
-            int const n0 = (tile / tilesI) * 4;
-            int const i0 = (tile % tilesI) * 4;
-            float dots[4][4];
-            zeroTile4x4(dots);
-            mmaTile4x4(dots, queriesT, tokenTile, n0, landmarksT, landmarkTile, i0, d);
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-            {
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                {
-                    bool const valid = n0 + r < count && landmarkBegin + i0 + c < p.numLandmarks;
-                    kernelTile[(n0 + r) * landmarkTile + i0 + c]
-                        = valid ? gaussianKernel(queryNorms[n0 + r], landmarkNorms[i0 + c], dots[r][c]) : 0.0F;
-                }
-            }
-        }
+        gaussianTile<false>(queriesT, landmarksT, queryNorms, landmarkNorms, tokenTile, landmarkTile, d, count,
+            p.numLandmarks - landmarkBegin, kernelTile);
         __syncthreads();
 #pragma unroll
         for (int s = 0; s < kSoftTilesPerThread; ++s)
@@ -586,27 +609,8 @@ __global__ void __launch_bounds__(kSoftPassThreads, 1) softPass2Kernel(SoftParam
         __syncthreads();
         columnNorms(landmarksT, landmarkTile, d, landmarkNorms);
         __syncthreads();
-        int const kernelTiles = (tokenTile / 4) * (landmarkTile / 4);
-        int const tilesI = landmarkTile / 4;
-        for (int tile = threadIdx.x; tile < kernelTiles; tile += blockDim.x)
-        {
-            int const n0 = (tile / tilesI) * 4;
-            int const i0 = (tile % tilesI) * 4;
-            float dots[4][4];
-            zeroTile4x4(dots);
-            mmaTile4x4(dots, queriesT, tokenTile, n0, landmarksT, landmarkTile, i0, d);
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-            {
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                {
-                    bool const valid = n0 + r < count && landmarkBegin + i0 + c < p.numLandmarks;
-                    kernelT[(i0 + c) * tokenTile + n0 + r]
-                        = valid ? gaussianKernel(queryNorms[n0 + r], landmarkNorms[i0 + c], dots[r][c]) : 0.0F;
-                }
-            }
-        }
+        gaussianTile<true>(queriesT, landmarksT, queryNorms, landmarkNorms, tokenTile, landmarkTile, d, count,
+            p.numLandmarks - landmarkBegin, kernelT);
         __syncthreads();
 #pragma unroll
         for (int s = 0; s < kSoftTilesPerThread; ++s)
@@ -725,6 +729,10 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     }
     EDGEATTN_CHECK_ARG(q != nullptr && landmarks != nullptr && v != nullptr && out != nullptr,
         EDGEATTN_STATUS_INVALID_ARGUMENT, "q, landmarks, v and out must be device pointers");
+    size_t const elementBytes = dtypeSize(dtype);
+    EDGEATTN_CHECK_ARG(isAligned(q, elementBytes) && isAligned(landmarks, elementBytes) && isAligned(v, elementBytes)
+            && isAligned(out, elementBytes),
+        EDGEATTN_STATUS_INVALID_ARGUMENT, "q, landmarks, v and out must be aligned to %zu bytes", elementBytes);
     int const headDim = channels / num_heads;
     SoftPlan plan;
     char const* reason = "";
@@ -734,6 +742,10 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     EDGEATTN_CHECK_ARG(workspace_bytes >= layout.total && workspace != nullptr, EDGEATTN_STATUS_WORKSPACE_TOO_SMALL,
         "workspace of %zu bytes at %p; need %zu (edgeattn_soft_kernel_attention_workspace_size)", workspace_bytes,
         workspace, layout.total);
+    // softProjectKernel reads M and Y1 from the workspace with float4 loads: a misaligned workspace would fault
+    // on the GPU (and poison the CUDA context) instead of being reported here.
+    EDGEATTN_CHECK_ARG(isAligned(workspace, kWorkspaceAlignment), EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "workspace %p is not %zu-byte aligned", workspace, kWorkspaceAlignment);
 
     char* const ws = static_cast<char*>(workspace);
     SoftParams params;

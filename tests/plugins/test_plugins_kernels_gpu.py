@@ -10,7 +10,6 @@ heads 2/4/8/16; the ELFATT branches get half the channels and heads), odd batch 
 kernel (misaligned base pointers, ragged sizes, windows larger than the map, global-memory Newton path...).
 Marked `gpu`: skipped on machines without CUDA (like CI).
 """
-import math
 
 import pytest
 
@@ -21,13 +20,13 @@ from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
 from edgeattn.ops.litemla import lite_mla_attention  # noqa: E402
 from edgeattn.ops.soft import soft_kernel_attention  # noqa: E402
 from edgeattn.plugins.kernels_abi import KernelsLibrary  # noqa: E402
+from kernel_reference_check import assert_matches_reference  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 RESOLUTIONS = (224, 384, 512)
 STAGES = ((56, 64, 2), (28, 128, 4), (14, 256, 8), (7, 512, 16))  # (map side at 224, channels, heads)
 BLOCK_SIZES = (7, 7, 14, 7)  # ELFATT 49-49-196-49
-FP32_RELATIVE = 1e-4
 
 
 def stage_shapes():
@@ -87,18 +86,7 @@ def dtype_name(dtype):
 def check(result, reference_fn, inputs, dtype, label):
     """Compare a kernel result with the FP64 reference (and PyTorch's own FP16 answer for FP16)."""
     torch.cuda.synchronize()
-    exact = reference_fn(*[t.double() if t is not None else None for t in inputs])
-    scale = exact.abs().max().item()
-    error = (result.double() - exact).abs().max().item()
-    assert math.isfinite(error), "{}: non-finite output".format(label)
-    if dtype == torch.float32:
-        assert error <= FP32_RELATIVE * scale, "{}: FP32 max error {:.3e} > 1e-4 * {:.3e}".format(label, error, scale)
-    else:
-        torch_fp16 = reference_fn(*inputs)
-        torch_error = (torch_fp16.double() - exact).abs().max().item()
-        bound = 2.0 * torch_error + 1e-6 * scale
-        assert error <= bound, "{}: FP16 max error {:.3e} > 2 x PyTorch FP16 error {:.3e}".format(
-            label, error, torch_error)
+    assert_matches_reference(result, reference_fn, inputs, dtype, label)
 
 
 # ---- blockify attention ------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
  * This header is the whole interface of libedgeattn_kernels.so (which builds without TensorRT) and of the
  * edgeattn_* symbols that libedgeattn_plugins.so re-exports. Every launcher
  *   - takes device pointers, sizes, a dtype (all tensors of one call share it) and a CUDA stream (as void*,
- *     so callers need no CUDA headers: pass a cudaStream_t, or 0 for the legacy default stream),
+ *     so callers need no CUDA headers: pass a cudaStream_t, or 0 for the legacy default stream); tensor
+ *     pointers must be aligned to their element size and a workspace to 16 bytes (cudaMalloc and TensorRT
+ *     give 256), else the call fails with EDGEATTN_STATUS_INVALID_ARGUMENT,
  *   - validates its arguments and returns EDGEATTN_STATUS_SUCCESS or an error code; the reason is available as
  *     one line from edgeattn_last_error() (thread-local, valid until the next call on the same thread),
  *   - only enqueues work (no synchronisation, no allocation, no host<->device copies), so it can be captured in

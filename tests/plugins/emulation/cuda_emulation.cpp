@@ -1,0 +1,824 @@
+/*
+ * Runtime of the CUDA-on-CPU emulation (see cuda_emulation.h): fibers per thread block, barriers, warp exchange,
+ * shared memory with poison and canaries, launch validation, device faults, and the test hooks (edgeattn_emu_*).
+ */
+#include "cuda_emulation.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <vector>
+
+#define EDGEATTN_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace cuda_emu
+{
+namespace detail
+{
+
+ThreadState* currentThread = nullptr;
+uint3 blockIdxValue = {0, 0, 0};
+dim3 blockDimValue;
+dim3 gridDimValue;
+
+namespace
+{
+
+constexpr size_t kStackBytes = 64 * 1024;
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr size_t kDefaultSharedLimit = 48 * 1024;
+constexpr size_t kOptInSharedLimit = 64 * 1024; // sm_75, the smallest opt-in among the CI archs
+constexpr size_t kGuardBytes = 64;
+constexpr size_t kArenaBytes = 512 * 1024;
+constexpr uint32_t kPoisonWord = 0x7ff0deadU;  // a NaN as float, and NaN halves
+constexpr uint32_t kCanaryWord = 0x7fbadbadU;  // a NaN too: reading past a buffer poisons the result
+
+struct Barrier
+{
+    int arrived = 0;
+    uint64_t generation = 0;
+    char const* file = nullptr;
+    int line = 0;
+    unsigned int mask = 0;
+};
+
+struct Fiber
+{
+    ThreadState state;
+    ucontext_t context;
+    bool done = false;
+    Barrier* waitingOn = nullptr;
+    uint64_t waitGeneration = 0;
+};
+
+struct Warp
+{
+    Barrier barrier;
+    unsigned long long slots[32];
+    bool votes[32];
+};
+
+struct StaticAllocation
+{
+    void const* key;
+    size_t offset;
+    size_t bytes;
+};
+
+struct Block
+{
+    std::vector<Fiber> fibers;
+    std::vector<Warp> warps;
+    Barrier barrier;
+    int exited = 0;
+    size_t dynamicBytes = 0;
+    size_t staticCursor = 0;
+    size_t staticBytes = 0;
+    std::vector<StaticAllocation> statics;
+    BlockBody body = nullptr;
+    void* context = nullptr;
+};
+
+struct LaunchRecord
+{
+    std::string text;
+};
+
+// ---- global state (the emulation is single-threaded: one launch at a time) --------------------------------------
+Block gBlock;
+Fiber* gFiber = nullptr;
+ucontext_t gScheduler;
+sigjmp_buf gFaultJump;
+volatile sig_atomic_t gInFiber = 0;
+bool gFaulted = false;
+bool gLaunchBoundsViolated = false;
+char const* gKernel = "";
+cudaError_t gLastError = cudaSuccess;
+cudaError_t gStickyError = cudaSuccess;
+std::string gFaultMessage;
+std::vector<LaunchRecord> gLaunches;
+std::map<void const*, int> gMaxDynamicShared;
+bool gReverse = false;
+bool gWarpGreedy = true;
+unsigned char* gArena = nullptr;
+unsigned char* gStacks = nullptr;
+size_t gStackCount = 0;
+size_t gPageBytes = 4096;
+char gAltStack[64 * 1024];
+struct sigaction gPreviousSegv;
+struct sigaction gPreviousBus;
+
+void fillWords(unsigned char* begin, size_t bytes, uint32_t word)
+{
+    for (size_t offset = 0; offset + 4 <= bytes; offset += 4)
+    {
+        std::memcpy(begin + offset, &word, 4);
+    }
+    for (size_t offset = bytes / 4 * 4; offset < bytes; ++offset)
+    {
+        begin[offset] = 0xff;
+    }
+}
+
+bool wordsIntact(unsigned char const* begin, size_t bytes, uint32_t word)
+{
+    for (size_t offset = 0; offset + 4 <= bytes; offset += 4)
+    {
+        uint32_t value;
+        std::memcpy(&value, begin + offset, 4);
+        if (value != word)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t alignUp(size_t value, size_t alignment)
+{
+    return (value + alignment - 1) / alignment * alignment;
+}
+
+std::string where()
+{
+    char text[256];
+    if (currentThread != nullptr && gInFiber)
+    {
+        std::snprintf(text, sizeof(text), "%s block (%u,%u,%u) thread (%u,%u,%u)", gKernel, blockIdxValue.x,
+            blockIdxValue.y, blockIdxValue.z, currentThread->index.x, currentThread->index.y,
+            currentThread->index.z);
+    }
+    else
+    {
+        std::snprintf(
+            text, sizeof(text), "%s block (%u,%u,%u)", gKernel, blockIdxValue.x, blockIdxValue.y, blockIdxValue.z);
+    }
+    return text;
+}
+
+void recordFault(cudaError_t error, std::string const& message)
+{
+    if (!gFaulted)
+    {
+        gFaulted = true;
+        gFaultMessage = message;
+        gStickyError = error;
+    }
+}
+
+void yieldToScheduler()
+{
+    Fiber* const self = gFiber;
+    swapcontext(&self->context, &gScheduler);
+}
+
+void arrive(Barrier& barrier, int expected)
+{
+    Fiber* const self = gFiber;
+    ++barrier.arrived;
+    if (barrier.arrived == expected)
+    {
+        barrier.arrived = 0;
+        ++barrier.generation;
+    }
+    else
+    {
+        self->waitingOn = &barrier;
+        self->waitGeneration = barrier.generation;
+    }
+    yieldToScheduler();
+}
+
+void fiberMain()
+{
+    Fiber* const self = gFiber;
+    gBlock.body(gBlock.context);
+    self->done = true;
+    ++gBlock.exited;
+    if (gBlock.barrier.arrived > 0)
+    {
+        deviceFault(cudaErrorLaunchFailure,
+            "thread exited while %d thread(s) of its block wait at __syncthreads (%s:%d): undefined on a GPU",
+            gBlock.barrier.arrived, gBlock.barrier.file, gBlock.barrier.line);
+    }
+    Warp const& warp = gBlock.warps[self->state.linear / 32];
+    if (warp.barrier.arrived > 0 && ((warp.barrier.mask >> (self->state.linear & 31U)) & 1U) != 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "thread exited while lanes of its warp wait for it in a warp operation");
+    }
+    swapcontext(&self->context, &gScheduler);
+    std::abort(); // a finished fiber is never resumed
+}
+
+void segfaultHandler(int signal, siginfo_t* info, void*)
+{
+    if (!gInFiber)
+    {
+        // not ours: reinstall the previous handler; the re-executed access faults again and reaches it
+        sigaction(SIGSEGV, &gPreviousSegv, nullptr);
+        sigaction(SIGBUS, &gPreviousBus, nullptr);
+        return;
+    }
+    char text[160];
+    std::snprintf(text, sizeof(text), "invalid memory access (signal %d) at address %p", signal, info->si_addr);
+    recordFault(cudaErrorIllegalAddress, where() + ": " + text);
+    gInFiber = 0;
+    siglongjmp(gFaultJump, 1);
+}
+
+void ensureStacks(size_t count)
+{
+    if (count <= gStackCount)
+    {
+        return;
+    }
+    gPageBytes = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t const slot = kStackBytes + gPageBytes;
+    void* memory = mmap(nullptr, slot * kMaxThreadsPerBlock, PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED)
+    {
+        std::fprintf(stderr, "cuda emulation: cannot map fiber stacks\n");
+        std::abort();
+    }
+    gStacks = static_cast<unsigned char*>(memory);
+    for (int i = 0; i < kMaxThreadsPerBlock; ++i)
+    {
+        mprotect(gStacks + i * slot, gPageBytes, PROT_NONE); // guard page below each stack
+    }
+    gStackCount = kMaxThreadsPerBlock;
+}
+
+//! Runs one block to completion; false after a device fault.
+bool runBlock(int threadCount)
+{
+    Block& block = gBlock;
+    size_t const slot = kStackBytes + gPageBytes;
+    block.fibers.assign(static_cast<size_t>(threadCount), Fiber());
+    block.warps.assign(static_cast<size_t>((threadCount + 31) / 32), Warp());
+    block.barrier = Barrier();
+    block.exited = 0;
+    block.statics.clear();
+    block.staticBytes = 0;
+    // dynamic shared memory first (poisoned), then a canary, then the static arrays as they are declared
+    fillWords(gArena, block.dynamicBytes, kPoisonWord);
+    fillWords(gArena + block.dynamicBytes, kGuardBytes, kCanaryWord); // right after the last requested byte
+    block.staticCursor = alignUp(block.dynamicBytes + kGuardBytes, 256);
+    for (int i = 0; i < threadCount; ++i)
+    {
+        Fiber& fiber = block.fibers[static_cast<size_t>(i)];
+        unsigned int const dx = blockDimValue.x;
+        unsigned int const dy = blockDimValue.y;
+        fiber.state.linear = static_cast<unsigned int>(i);
+        fiber.state.index = uint3{static_cast<unsigned int>(i) % dx, (static_cast<unsigned int>(i) / dx) % dy,
+            static_cast<unsigned int>(i) / (dx * dy)};
+        getcontext(&fiber.context);
+        fiber.context.uc_stack.ss_sp = gStacks + static_cast<size_t>(i) * slot + gPageBytes;
+        fiber.context.uc_stack.ss_size = kStackBytes;
+        fiber.context.uc_link = &gScheduler;
+        makecontext(&fiber.context, fiberMain, 0);
+    }
+
+    if (sigsetjmp(gFaultJump, 1) != 0)
+    {
+        gInFiber = 0;
+        return false; // a segfault inside a fiber; the fault is recorded
+    }
+    // One pass visits the warps in order (reversed: last warp first, lanes reversed) and runs every runnable fiber
+    // up to its next barrier. Warp-greedy: a warp keeps running (through its shuffles) until all its lanes wait at
+    // __syncthreads or exit, so one warp runs ahead of the others as far as the code allows. A released
+    // __syncthreads starts a new pass, so every block-wide phase runs in the schedule's thread order.
+    int const warpCount = (threadCount + 31) / 32;
+    int remaining = threadCount;
+    while (remaining > 0)
+    {
+        bool progressed = false;
+        uint64_t const phase = block.barrier.generation;
+        for (int w = 0; w < warpCount && block.barrier.generation == phase; ++w)
+        {
+            int const warp = gReverse ? warpCount - 1 - w : w;
+            bool ran = true;
+            while (ran && block.barrier.generation == phase)
+            {
+                ran = false;
+                for (int l = 0; l < 32 && block.barrier.generation == phase; ++l)
+                {
+                    int const index = warp * 32 + (gReverse ? 31 - l : l);
+                    if (index >= threadCount)
+                    {
+                        continue;
+                    }
+                    Fiber& fiber = block.fibers[static_cast<size_t>(index)];
+                    if (fiber.done
+                        || (fiber.waitingOn != nullptr && fiber.waitingOn->generation == fiber.waitGeneration))
+                    {
+                        continue;
+                    }
+                    fiber.waitingOn = nullptr;
+                    gFiber = &fiber;
+                    currentThread = &fiber.state;
+                    gInFiber = 1;
+                    swapcontext(&gScheduler, &fiber.context);
+                    gInFiber = 0;
+                    ran = true;
+                    progressed = true;
+                    if (gFaulted)
+                    {
+                        return false;
+                    }
+                    if (fiber.done)
+                    {
+                        --remaining;
+                    }
+                }
+                if (!gWarpGreedy)
+                {
+                    break;
+                }
+            }
+        }
+        if (!progressed && remaining > 0)
+        {
+            char text[256];
+            std::snprintf(text, sizeof(text),
+                "deadlock: %d thread(s) wait (block barrier: %d arrived at %s:%d) and none can run", remaining,
+                block.barrier.arrived, block.barrier.file ? block.barrier.file : "-", block.barrier.line);
+            currentThread = nullptr;
+            recordFault(cudaErrorLaunchFailure, where() + ": " + text);
+            return false;
+        }
+    }
+    currentThread = nullptr;
+    if (!wordsIntact(gArena + block.dynamicBytes, kGuardBytes, kCanaryWord))
+    {
+        recordFault(cudaErrorIllegalAddress,
+            where() + ": write past the end of the dynamic shared memory (" + std::to_string(block.dynamicBytes)
+                + " bytes requested at launch)");
+        return false;
+    }
+    for (StaticAllocation const& allocation : block.statics)
+    {
+        if (!wordsIntact(gArena + allocation.offset + allocation.bytes, kGuardBytes, kCanaryWord))
+        {
+            recordFault(cudaErrorIllegalAddress,
+                where() + ": write past the end of a static __shared__ array of " + std::to_string(allocation.bytes)
+                    + " bytes");
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+void deviceFault(int error, char const* format, ...)
+{
+    char text[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(text, sizeof(text), format, args);
+    va_end(args);
+    recordFault(static_cast<cudaError_t>(error), where() + ": " + text);
+    if (gInFiber && gFiber != nullptr)
+    {
+        gInFiber = 0;
+        swapcontext(&gFiber->context, &gScheduler); // never resumed
+    }
+    std::fprintf(stderr, "cuda emulation: device fault outside a kernel: %s\n", gFaultMessage.c_str());
+    std::abort();
+}
+
+void syncThreads(char const* file, int line)
+{
+    Block& block = gBlock;
+    if (block.exited > 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "__syncthreads (%s:%d) after %d thread(s) of the block exited", file,
+            line, block.exited);
+    }
+    Barrier& barrier = block.barrier;
+    if (barrier.arrived == 0)
+    {
+        barrier.file = file;
+        barrier.line = line;
+    }
+    else if (barrier.line != line || std::strcmp(barrier.file, file) != 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "divergent __syncthreads: this thread is at %s:%d, others wait at %s:%d",
+            file, line, barrier.file, barrier.line);
+    }
+    arrive(barrier, static_cast<int>(block.fibers.size()));
+}
+
+namespace
+{
+
+Warp& warpOfCaller(unsigned int mask, char const* what)
+{
+    Block& block = gBlock;
+    unsigned int const linear = currentThread->linear;
+    unsigned int const lane = linear & 31U;
+    if (((mask >> lane) & 1U) == 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "%s with mask 0x%08x called by lane %u outside the mask", what, mask,
+            lane);
+    }
+    unsigned int const warpBase = linear & ~31U;
+    for (unsigned int other = 0; other < 32; ++other)
+    {
+        if (((mask >> other) & 1U) == 0)
+        {
+            continue;
+        }
+        size_t const index = warpBase + other;
+        if (index >= block.fibers.size() || block.fibers[index].done)
+        {
+            deviceFault(cudaErrorLaunchFailure, "%s with mask 0x%08x names lane %u, which %s", what, mask, other,
+                index >= block.fibers.size() ? "does not exist (partial warp)" : "has exited");
+        }
+    }
+    return block.warps[linear / 32];
+}
+
+void warpBarrier(Warp& warp, unsigned int mask, char const* what)
+{
+    if (warp.barrier.arrived == 0)
+    {
+        warp.barrier.mask = mask;
+    }
+    else if (warp.barrier.mask != mask)
+    {
+        deviceFault(cudaErrorLaunchFailure, "%s: lanes of one warp disagree on the mask (0x%08x vs 0x%08x)", what,
+            mask, warp.barrier.mask);
+    }
+    arrive(warp.barrier, __builtin_popcount(mask));
+}
+
+} // namespace
+
+unsigned long long warpExchange(unsigned int mask, unsigned long long value, int sourceLane, char const* what)
+{
+    Warp& warp = warpOfCaller(mask, what);
+    unsigned int const lane = currentThread->linear & 31U;
+    warp.slots[lane] = value;
+    warpBarrier(warp, mask, what);
+    if (sourceLane < 0 || sourceLane > 31 || ((mask >> sourceLane) & 1U) == 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "%s reads lane %d, outside the mask 0x%08x", what, sourceLane, mask);
+    }
+    unsigned long long const result = warp.slots[sourceLane];
+    warpBarrier(warp, mask, what);
+    return result;
+}
+
+unsigned int warpBallot(unsigned int mask, bool predicate)
+{
+    Warp& warp = warpOfCaller(mask, "__ballot_sync");
+    unsigned int const lane = currentThread->linear & 31U;
+    warp.votes[lane] = predicate;
+    warpBarrier(warp, mask, "__ballot_sync");
+    unsigned int result = 0;
+    for (unsigned int other = 0; other < 32; ++other)
+    {
+        if (((mask >> other) & 1U) != 0 && warp.votes[other])
+        {
+            result |= 1U << other;
+        }
+    }
+    warpBarrier(warp, mask, "__ballot_sync");
+    return result;
+}
+
+void* dynamicShared()
+{
+    return gArena;
+}
+
+void* staticShared(void const* key, size_t bytes, size_t alignment)
+{
+    Block& block = gBlock;
+    for (StaticAllocation const& allocation : block.statics)
+    {
+        if (allocation.key == key)
+        {
+            return gArena + allocation.offset;
+        }
+    }
+    size_t const offset = alignUp(block.staticCursor, std::max<size_t>(alignment, 16));
+    size_t const end = offset + bytes + kGuardBytes;
+    if (end > kArenaBytes)
+    {
+        deviceFault(cudaErrorLaunchOutOfResources, "static shared memory beyond the emulator's arena");
+    }
+    fillWords(gArena + offset, bytes, kPoisonWord);
+    fillWords(gArena + offset + bytes, kGuardBytes, kCanaryWord);
+    block.statics.push_back(StaticAllocation{key, offset, bytes});
+    block.staticCursor = end;
+    block.staticBytes += alignUp(bytes, std::max<size_t>(alignment, 4));
+    return gArena + offset;
+}
+
+bool checkLaunchBounds(int maxThreads, char const* kernel)
+{
+    unsigned int const threads = blockDimValue.x * blockDimValue.y * blockDimValue.z;
+    if (threads > static_cast<unsigned int>(maxThreads))
+    {
+        if (!gLaunchBoundsViolated)
+        {
+            gLaunchBoundsViolated = true;
+            gFaultMessage = std::string(gKernel) + ": launched with " + std::to_string(threads)
+                + " threads per block but " + kernel + " has __launch_bounds__(" + std::to_string(maxThreads) + ")";
+        }
+        return false;
+    }
+    return true;
+}
+
+cudaError_t setFunctionAttribute(void const* function, int attribute, int value)
+{
+    if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize)
+    {
+        if (value < 0 || static_cast<size_t>(value) > kOptInSharedLimit)
+        {
+            return gLastError = cudaErrorInvalidValue;
+        }
+        gMaxDynamicShared[function] = value;
+        return cudaSuccess;
+    }
+    if (attribute == cudaFuncAttributePreferredSharedMemoryCarveout)
+    {
+        return cudaSuccess;
+    }
+    return gLastError = cudaErrorInvalidValue;
+}
+
+void runLaunch(char const* kernel, char const* caller, void const* function, dim3 grid, dim3 block,
+    size_t sharedBytes, cudaStream_t /*stream*/, BlockBody body, void* context)
+{
+    char text[1024];
+    gKernel = kernel;
+    if (gStickyError != cudaSuccess)
+    {
+        gLastError = gStickyError; // a faulted context rejects every later launch
+        return;
+    }
+    unsigned long long const threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
+    bool const validConfig = threads >= 1 && threads <= kMaxThreadsPerBlock && block.x <= 1024 && block.y <= 1024
+        && block.z <= 64 && grid.x >= 1 && grid.x <= 2147483647U && grid.y >= 1 && grid.y <= 65535 && grid.z >= 1
+        && grid.z <= 65535;
+    std::map<void const*, int>::const_iterator const attribute = gMaxDynamicShared.find(function);
+    size_t const dynamicLimit
+        = attribute != gMaxDynamicShared.end() ? static_cast<size_t>(attribute->second) : kDefaultSharedLimit;
+    char const* const with = std::strstr(caller, "[with ");
+    std::snprintf(text, sizeof(text), "%s%s%s grid=(%u,%u,%u) block=(%u,%u,%u) dynamic_smem=%zu", kernel,
+        with != nullptr ? " " : "", with != nullptr ? with : "", grid.x, grid.y, grid.z, block.x, block.y, block.z,
+        sharedBytes);
+    if (!validConfig)
+    {
+        gLastError = cudaErrorInvalidConfiguration;
+        gFaultMessage = std::string("invalid launch configuration: ") + text;
+        gLaunches.push_back(LaunchRecord{std::string(text) + " REJECTED invalid configuration"});
+        return;
+    }
+    if (sharedBytes > dynamicLimit)
+    {
+        gLastError = cudaErrorInvalidValue;
+        gFaultMessage = std::string("dynamic shared memory above the per-block limit: ") + text;
+        gLaunches.push_back(LaunchRecord{std::string(text) + " REJECTED dynamic shared memory"});
+        return;
+    }
+    if (gArena == nullptr)
+    {
+        gArena = static_cast<unsigned char*>(std::aligned_alloc(256, kArenaBytes));
+    }
+    ensureStacks(static_cast<size_t>(threads));
+
+    // segfaults inside a kernel become a device fault instead of killing the process
+    stack_t alternate;
+    stack_t previousAlternate;
+    alternate.ss_sp = gAltStack;
+    alternate.ss_size = sizeof(gAltStack);
+    alternate.ss_flags = 0;
+    sigaltstack(&alternate, &previousAlternate);
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = segfaultHandler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &gPreviousSegv);
+    sigaction(SIGBUS, &action, &gPreviousBus);
+
+    gBlock.body = body;
+    gBlock.context = context;
+    gBlock.dynamicBytes = sharedBytes;
+    gridDimValue = grid;
+    blockDimValue = block;
+    gLaunchBoundsViolated = false;
+    size_t maxStatic = 0;
+    unsigned long long const blocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
+    bool ok = true;
+    for (unsigned long long k = 0; k < blocks && ok; ++k)
+    {
+        unsigned long long const index = gReverse ? blocks - 1 - k : k;
+        blockIdxValue = uint3{static_cast<unsigned int>(index % grid.x),
+            static_cast<unsigned int>((index / grid.x) % grid.y), static_cast<unsigned int>(index / grid.x / grid.y)};
+        ok = runBlock(static_cast<int>(threads));
+        maxStatic = std::max(maxStatic, gBlock.staticBytes);
+        if (ok && gLaunchBoundsViolated)
+        {
+            break;
+        }
+        size_t const limit = attribute != gMaxDynamicShared.end() ? kOptInSharedLimit : kDefaultSharedLimit;
+        if (ok && gBlock.staticBytes + sharedBytes > limit)
+        {
+            recordFault(cudaErrorLaunchOutOfResources,
+                std::string(text) + ": static (" + std::to_string(gBlock.staticBytes) + ") + dynamic shared memory "
+                    + "exceeds the per-block limit of " + std::to_string(limit) + " bytes");
+            ok = false;
+        }
+    }
+    sigaction(SIGSEGV, &gPreviousSegv, nullptr);
+    sigaction(SIGBUS, &gPreviousBus, nullptr);
+    sigaltstack(&previousAlternate, nullptr);
+    currentThread = nullptr;
+
+    std::string record = std::string(text) + " static_smem=" + std::to_string(maxStatic);
+    if (!ok)
+    {
+        gLastError = gStickyError;
+        record += " FAULT";
+    }
+    else if (gLaunchBoundsViolated)
+    {
+        gLastError = cudaErrorLaunchOutOfResources;
+        record += " REJECTED launch bounds";
+    }
+    gLaunches.push_back(LaunchRecord{record});
+}
+
+} // namespace detail
+} // namespace cuda_emu
+
+using namespace cuda_emu::detail;
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t const error = gLastError;
+    gLastError = gStickyError;
+    return error;
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+    return gLastError;
+}
+
+char const* cudaGetErrorName(cudaError_t error)
+{
+    switch (error)
+    {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorMisalignedAddress: return "cudaErrorMisalignedAddress";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    }
+    return "cudaErrorUnknown";
+}
+
+char const* cudaGetErrorString(cudaError_t error)
+{
+    // the emulator's own explanation (which check fired, where) is more useful than CUDA's generic text
+    if (error != cudaSuccess && !gFaultMessage.empty())
+    {
+        return gFaultMessage.c_str();
+    }
+    return error == cudaSuccess ? "no error" : "emulated CUDA error";
+}
+
+cudaError_t cudaGetDevice(int* device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int /*device*/)
+{
+    switch (attribute)
+    {
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimX: *value = 1024; break;
+    case cudaDevAttrMaxGridDimX: *value = 2147483647; break;
+    case cudaDevAttrMaxGridDimY: *value = 65535; break;
+    case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMultiProcessorCount: *value = 1; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 7; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 5; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 64 * 1024; break;
+    default: return gLastError = cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t)
+{
+    if (gStickyError != cudaSuccess)
+    {
+        return gStickyError;
+    }
+    std::memset(destination, value, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* destination, void const* source, size_t bytes, cudaMemcpyKind, cudaStream_t)
+{
+    if (gStickyError != cudaSuccess)
+    {
+        return gStickyError;
+    }
+    std::memmove(destination, source, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t)
+{
+    return gStickyError;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return gStickyError;
+}
+
+// ---- test hooks ------------------------------------------------------------------------------------------------
+
+//! Bit 0: blocks, warps and lanes in reverse index order (a missing barrier changes the result). Bit 1:
+//! round-robin instead of warp-greedy (every warp advances one barrier per pass, as in lockstep).
+EDGEATTN_EMU_EXPORT void edgeattn_emu_set_schedule(int mode)
+{
+    gReverse = (mode & 1) != 0;
+    gWarpGreedy = (mode & 2) == 0;
+}
+
+//! Clears the sticky fault, the last error and the launch log (a fresh "context").
+EDGEATTN_EMU_EXPORT void edgeattn_emu_reset(void)
+{
+    gStickyError = cudaSuccess;
+    gLastError = cudaSuccess;
+    gFaulted = false;
+    gFaultMessage.clear();
+    gLaunches.clear();
+    gMaxDynamicShared.clear();
+}
+
+//! The device fault or launch rejection of this context ("" if none).
+EDGEATTN_EMU_EXPORT char const* edgeattn_emu_fault(void)
+{
+    return gFaultMessage.c_str();
+}
+
+EDGEATTN_EMU_EXPORT int edgeattn_emu_launch_count(void)
+{
+    return static_cast<int>(gLaunches.size());
+}
+
+//! "kernel grid=(x,y,z) block=(x,y,z) dynamic_smem=N static_smem=M [FAULT|REJECTED ...]".
+EDGEATTN_EMU_EXPORT char const* edgeattn_emu_launch_record(int index)
+{
+    if (index < 0 || static_cast<size_t>(index) >= gLaunches.size())
+    {
+        return "";
+    }
+    return gLaunches[static_cast<size_t>(index)].text.c_str();
+}
+
+EDGEATTN_EMU_EXPORT void edgeattn_emu_float_to_half(float const* source, uint16_t* destination, size_t count)
+{
+    for (size_t i = 0; i < count; ++i)
+    {
+        destination[i] = __float2half_rn(source[i]).__x;
+    }
+}
+
+EDGEATTN_EMU_EXPORT void edgeattn_emu_half_to_float(uint16_t const* source, float* destination, size_t count)
+{
+    for (size_t i = 0; i < count; ++i)
+    {
+        destination[i] = __half2float(__half{source[i]});
+    }
+}

@@ -1,0 +1,747 @@
+"""The CUDA kernels, run on the CPU by the CUDA emulation (tests/plugins/emulation/), against the PyTorch reference
+operators. No GPU needed: this is what CI knows about the kernels' logic.
+
+The kernel sources are compiled by g++ with the emulation header (build_emulated.py; cached per source digest) into
+a library with the same C ABI as libedgeattn_kernels.so, driven through edgeattn.plugins.kernels_abi with host
+buffers. Every launch runs twice, with blocks, warps and threads scheduled in index order and in reverse order (each
+warp running ahead of the others as far as its barriers allow), and both results must be bitwise identical (a
+missing __syncthreads, a warp racing ahead, or an inter-block dependency changes one of them).
+Buffers are guarded: inputs sit between NaN guards (an out-of-bounds read poisons the output), outputs start as NaN
+(every element must be written) with sentinel guards, the workspace starts as NaN (no reliance on zeroed
+memory) and inputs must come back unchanged. The emulator turns divergent barriers, deadlocks, misaligned float4
+accesses, shared-memory overruns, wild pointers and illegal launch configurations into a launch error.
+
+Accuracy criteria (those of test_plugins_kernels_gpu.py): FP32 max |kernel - ref64| <= 1e-4 * max |ref64|;
+FP16 max |kernel - ref64| <= 2 * max |torch_fp16 - ref64| + 1e-6 * max |ref64|, ref64 the reference in FP64 on the
+same (FP16-rounded) inputs and torch_fp16 PyTorch's own answer on the FP16 tensors.
+
+What this does not prove: timing, occupancy, real concurrency between blocks, warps or lanes (only the sequential
+schedules), the GPU memory model, bank conflicts, register limits, alignment of scalar accesses, or CUDA's exact
+math library (exp2f/rsqrtf here are the host's) -- see tests/plugins/emulation/README.md.
+"""
+import ctypes
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402
+
+from edgeattn.ops.blockify import blockify_attention  # noqa: E402
+from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
+from edgeattn.ops.litemla import lite_mla_attention  # noqa: E402
+from edgeattn.ops.soft import soft_kernel_attention  # noqa: E402
+from edgeattn._subprocess import run_command  # noqa: E402
+from edgeattn.plugins import kernels_abi  # noqa: E402
+from emulation import build_emulated  # noqa: E402
+from kernel_reference_check import assert_matches_reference  # noqa: E402
+
+GUARD_ELEMENTS = 64
+OUTPUT_SENTINEL = -7.75  # exact in FP16 and FP32; a stray write changes it
+DTYPES = [torch.float32, torch.float16]
+DTYPE_IDS = ["fp32", "fp16"]
+
+
+# ---- the emulated library ----------------------------------------------------------------------------------------
+class EmulatedKernels(kernels_abi.KernelsLibrary):
+    """kernels_abi.KernelsLibrary over the emulated library, plus the emulator's test hooks (edgeattn_emu_*)."""
+
+    def __init__(self, path):
+        super(EmulatedKernels, self).__init__(path)
+        self.emu = self._lib
+        self.emu.edgeattn_emu_fault.restype = ctypes.c_char_p
+        self.emu.edgeattn_emu_launch_record.restype = ctypes.c_char_p
+        self.emu.edgeattn_emu_launch_record.argtypes = [ctypes.c_int]
+        self.emu.edgeattn_emu_set_schedule.argtypes = [ctypes.c_int]
+        for name in ("edgeattn_emu_float_to_half", "edgeattn_emu_half_to_float"):
+            getattr(self.emu, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+
+    def reset(self):
+        self.emu.edgeattn_emu_reset()
+
+    def set_schedule(self, reverse, round_robin=False):
+        """Reverse: blocks, warps and lanes in reverse order. Default warp-greedy: each warp runs ahead until all
+        its lanes wait at __syncthreads; round_robin: every runnable thread advances one barrier per pass."""
+        self.emu.edgeattn_emu_set_schedule((1 if reverse else 0) | (2 if round_robin else 0))
+
+    def fault(self):
+        return self.emu.edgeattn_emu_fault().decode()
+
+    def launches(self):
+        return [self.emu.edgeattn_emu_launch_record(i).decode() for i in range(self.emu.edgeattn_emu_launch_count())]
+
+
+@pytest.fixture(scope="session")
+def emulated_library():
+    compiler = build_emulated.find_compiler()
+    if compiler is None:
+        pytest.skip("no g++/c++ on PATH: the CPU emulation of the CUDA kernels cannot be built")
+    try:
+        return build_emulated.cached_build(compiler)
+    except build_emulated.RewriteError as error:
+        pytest.fail("rewriting the kernel sources for the emulation failed: {}".format(error))
+
+
+@pytest.fixture(scope="module")
+def emulated_kernels(emulated_library):
+    return EmulatedKernels(emulated_library)
+
+
+@pytest.fixture
+def kernels(emulated_kernels):
+    """The emulated library with a fresh context (no sticky fault, empty launch log) and the default schedule."""
+    emulated_kernels.reset()
+    emulated_kernels.set_schedule(False)
+    yield emulated_kernels
+    emulated_kernels.set_schedule(False)
+    emulated_kernels.reset()
+
+
+# ---- guarded host buffers ------------------------------------------------------------------------------------------
+def _bits(tensor):
+    return tensor.view(torch.int16 if tensor.element_size() == 2 else torch.int32).clone()
+
+
+class Buffers(object):
+    """Host tensors inside larger allocations: inputs between NaN guards, outputs NaN-filled between sentinels."""
+
+    def __init__(self):
+        self._inputs = []
+        self._outputs = []
+
+    def _storage(self, count, dtype, fill, misaligned):
+        storage = torch.full((count + 2 * GUARD_ELEMENTS + 1,), fill, dtype=dtype)
+        start = GUARD_ELEMENTS + (1 if misaligned else 0)
+        return storage, start
+
+    def input(self, tensor, misaligned=False):
+        storage, start = self._storage(tensor.numel(), tensor.dtype, float("nan"), misaligned)
+        view = storage[start:start + tensor.numel()].view(tensor.shape)
+        view.copy_(tensor)
+        self._inputs.append((storage, _bits(storage)))
+        return view
+
+    def output(self, shape, dtype, misaligned=False):
+        count = int(np.prod(shape))
+        storage, start = self._storage(count, dtype, OUTPUT_SENTINEL, misaligned)
+        view = storage[start:start + count].view(*shape)
+        view.fill_(float("nan"))
+        self._outputs.append((storage, start, count, _bits(storage)))
+        return view
+
+    def workspace(self, nbytes):
+        """NaN-filled FP32 words (a kernel that reads workspace it did not write gets NaN); returns a pointer."""
+        words = (int(nbytes) + 3) // 4
+        storage = torch.full((words + GUARD_ELEMENTS,), float("nan"), dtype=torch.float32)
+        storage[words:] = OUTPUT_SENTINEL
+        self._outputs.append((storage, 0, words, _bits(storage)))
+        return storage.data_ptr()
+
+    def check(self, label):
+        for storage, before in self._inputs:
+            assert torch.equal(_bits(storage), before), "{}: an input (or its guard) was written".format(label)
+        for storage, start, count, before in self._outputs:
+            after = _bits(storage)
+            assert torch.equal(after[:start], before[:start]) and torch.equal(
+                after[start + count:], before[start + count:]), "{}: write outside an output/workspace".format(label)
+
+
+def ptr(tensor):
+    return None if tensor is None else tensor.data_ptr()
+
+
+def dtype_name(dtype):
+    return {torch.float32: "float32", torch.float16: "float16"}[dtype]
+
+
+def random_tensor(shape, dtype, scale=1.0, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def run_both_schedules(kernels, launch, label):
+    """Runs ``launch(buffers) -> (status, output tensor)`` in the forward and the reverse warp-greedy schedule on
+    fresh buffers; the two outputs must be bitwise identical, fully written, and nothing outside them touched.
+    Returns (output, launch log of the forward run)."""
+    results = []
+    for reverse in (False, True):
+        kernels.reset()
+        kernels.set_schedule(reverse)
+        buffers = Buffers()
+        status, output = launch(buffers)
+        assert status == kernels_abi.STATUS_SUCCESS, "{} ({} schedule): status {}: {} | {}".format(
+            label, "reverse" if reverse else "forward", status, kernels.last_error(), kernels.fault())
+        assert kernels.fault() == "", "{}: {}".format(label, kernels.fault())
+        buffers.check(label)
+        assert not torch.isnan(output).any(), "{}: output elements left unwritten (or NaN)".format(label)
+        results.append((output.clone(), list(kernels.launches())))
+    (forward, log), (reverse_output, _) = results
+    assert torch.equal(_bits(forward), _bits(reverse_output)), (
+        "{}: the result depends on the block/warp/thread schedule (missing barrier, a warp racing ahead, or an "
+        "inter-block dependency)".format(label))
+    return forward, log
+
+
+# ---- the emulator itself -------------------------------------------------------------------------------------------
+def _f32(values):
+    return np.ascontiguousarray(values, dtype=np.float32)
+
+
+def _p(array):
+    return array.ctypes.data_as(ctypes.c_void_p)
+
+
+def test_emulated_library_exports_the_c_abi_and_reports_itself(kernels):
+    assert kernels.abi_version() == kernels_abi.ABI_VERSION
+    assert "cpu-emulation" in kernels.build_info()
+
+
+def test_half_conversion_is_ieee_round_to_nearest_even(kernels):
+    """__float2half_rn / __half2float of the emulation against numpy's IEEE conversions: every half value, every
+    tie between neighbouring halves (and one float ulp either side), overflow, subnormals and random floats."""
+    every_half = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    as_float = np.empty(65536, dtype=np.float32)
+    kernels.emu.edgeattn_emu_half_to_float(_p(every_half), _p(as_float), 65536)
+    expected = every_half.view(np.float16).astype(np.float32)
+    finite = ~np.isnan(expected)
+    assert np.array_equal(as_float[finite].view(np.uint32), expected[finite].view(np.uint32))
+    assert np.isnan(as_float[~finite]).all()
+
+    finite_halves = every_half.view(np.float16)[np.isfinite(every_half.view(np.float16))]
+    ordered = np.unique(finite_halves.astype(np.float64))
+    midpoints = ((ordered[:-1] + ordered[1:]) / 2).astype(np.float32)  # exact in FP32
+    around = np.concatenate([midpoints, np.nextafter(midpoints, np.float32(np.inf)),
+                             np.nextafter(midpoints, np.float32(-np.inf))])
+    rng = np.random.default_rng(0)
+    random = np.concatenate([
+        rng.standard_normal(200000).astype(np.float32) * np.float32(10.0) ** rng.integers(-9, 6, 200000),
+        np.array([65504, 65519.99, 65520, 65536, 1e9, np.inf, -np.inf, 2 ** -24, 2 ** -25, 2 ** -25 * 1.0000001,
+                  2 ** -26, 2 ** -14, 2 ** -14 * (1 - 2 ** -11), 0.0, -0.0, 1e-30], dtype=np.float32)])
+    values = _f32(np.concatenate([around, -around, random, -random]))
+    out = np.empty(values.size, dtype=np.uint16)
+    with np.errstate(over="ignore"):
+        reference = values.astype(np.float16).view(np.uint16)
+    kernels.emu.edgeattn_emu_float_to_half(_p(values), _p(out), values.size)
+    mismatch = np.nonzero(out != reference)[0]
+    assert mismatch.size == 0, "float {!r}: emulation 0x{:04x}, numpy 0x{:04x}".format(
+        values[mismatch[0]], out[mismatch[0]], reference[mismatch[0]])
+    nan_in = _f32([np.nan, -np.nan])
+    nan_out = np.empty(2, dtype=np.uint16)
+    kernels.emu.edgeattn_emu_float_to_half(_p(nan_in), _p(nan_out), 2)
+    assert np.isnan(nan_out.view(np.float16)).all()
+
+
+def test_barriers_shared_memory_and_indices(kernels):
+    values = _f32(np.arange(3 * 256) % 97)
+    sums = np.zeros(3, dtype=np.float32)
+    assert kernels.emu.edgeattn_emu_selftest_block_sum(_p(values), _p(sums), 3, 256) == 0
+    assert np.array_equal(sums, values.reshape(3, 256).sum(axis=1))
+
+    out = np.zeros(2 * 3 * 4 * 5 * 2 * 3, dtype=np.uint32)
+    assert kernels.emu.edgeattn_emu_selftest_indices(_p(out), 2, 3, 4, 5, 2, 3) == 0
+    block, thread = np.divmod(np.arange(out.size), 30)
+    assert np.array_equal(out, block * 100000 + thread)
+
+    uninitialised = np.zeros(64, dtype=np.float32)
+    assert kernels.emu.edgeattn_emu_selftest_uninitialised_shared(_p(uninitialised), 64) == 0
+    assert np.isnan(uninitialised).all(), "shared memory must start as garbage (NaN), like on a GPU"
+
+
+def test_a_missing_barrier_changes_the_result_between_schedules(kernels):
+    """What makes the forward/reverse comparison of every kernel test meaningful."""
+    outputs = {}
+    for reverse in (False, True):
+        kernels.set_schedule(reverse)
+        for barrier in (0, 1):
+            out = np.zeros(64, dtype=np.float32)
+            assert kernels.emu.edgeattn_emu_selftest_neighbour(_p(out), 64, barrier) == 0
+            outputs[reverse, barrier] = out
+    expected = _f32((np.arange(64) + 1) % 64)
+    assert np.array_equal(outputs[False, 1], expected) and np.array_equal(outputs[True, 1], expected)
+    assert not np.array_equal(outputs[False, 0], outputs[True, 0], equal_nan=True)
+
+
+def test_warp_greedy_schedule_exposes_warps_running_ahead(kernels):
+    """Two block reductions in a row through shared scratch: without blockReduceMax's leading barrier, warp 0 can
+    overwrite the first result while another warp still has to read it. Round-robin schedules (every warp one
+    barrier per pass) hide that race; the warp-greedy forward schedule the kernel tests use exposes it, and the
+    project's blockReduceMax is right in every schedule."""
+    threads = 256
+    values = _f32(np.random.default_rng(1).standard_normal(threads))
+    expected = (values.max(), (-values).max())
+    correct = {}
+    for racy in (0, 1):
+        for reverse in (False, True):
+            for round_robin in (False, True):
+                kernels.set_schedule(reverse, round_robin)
+                first, second = np.zeros(threads, dtype=np.float32), np.zeros(threads, dtype=np.float32)
+                assert kernels.emu.edgeattn_emu_selftest_two_reductions(
+                    _p(values), _p(first), _p(second), threads, racy) == 0, kernels.fault()
+                correct[racy, reverse, round_robin] = bool((first == expected[0]).all() and
+                                                           (second == expected[1]).all())
+    assert all(correct[0, reverse, rr] for reverse in (False, True) for rr in (False, True))
+    assert correct[1, False, True] and correct[1, True, True]  # lockstep-like schedules miss the race
+    assert not correct[1, False, False]  # warp 0 running ahead overwrites scratch[0]
+
+
+@pytest.mark.parametrize("threads", [32, 64, 256, 512])
+def test_warp_shuffles_ballot_and_block_reduce_max(kernels, threads):
+    """__shfl_xor_sync / __shfl_down_sync / __shfl_sync / __ballot_sync, deviceUtils' warpReduceMax and
+    blockReduceMax (the SOFT Newton step size), in both schedules."""
+    values = _f32(np.random.default_rng(threads).standard_normal(threads))
+    for reverse in (False, True):
+        kernels.set_schedule(reverse)
+        maxima, sums, block_max = (np.zeros(threads, dtype=np.float32) for _ in range(3))
+        ballots = np.zeros(threads, dtype=np.uint32)
+        assert kernels.emu.edgeattn_emu_selftest_warp(
+            _p(values), _p(maxima), _p(sums), _p(ballots), _p(block_max), threads) == 0, kernels.fault()
+        warps = values.reshape(-1, 32)
+        assert np.array_equal(maxima, np.repeat(warps.max(axis=1), 32))
+        np.testing.assert_allclose(sums, np.repeat(warps.sum(axis=1), 32), rtol=1e-5, atol=1e-5)
+        bits = (warps > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)
+        assert np.array_equal(ballots, np.repeat(bits.sum(axis=1), 32).astype(np.uint32))
+        assert (block_max == values.max()).all()
+
+
+@pytest.mark.parametrize("name, call, status, message", [
+    ("divergent __syncthreads", lambda e, o: e.edgeattn_emu_selftest_divergent_barrier(_p(o)), 719,
+     "divergent __syncthreads"),
+    ("__syncthreads after an exit", lambda e, o: e.edgeattn_emu_selftest_barrier_after_exit(_p(o)), 719,
+     "after 1 thread(s) of the block exited"),
+    ("half a warp in a full-mask shuffle", lambda e, o: e.edgeattn_emu_selftest_deadlock(_p(o)), 719, "deadlock"),
+    ("full-mask shuffle in a partial warp", lambda e, o: e.edgeattn_emu_selftest_shuffle(_p(o), 48), 719,
+     "does not exist (partial warp)"),
+    ("misaligned float4", lambda e, o: e.edgeattn_emu_selftest_vector_load(ctypes.c_void_p(o.ctypes.data + 4),
+                                                                            _p(o)), 716, "misaligned 16-byte"),
+    ("dynamic shared memory overrun", lambda e, o: e.edgeattn_emu_selftest_shared_overrun(26), 700,
+     "write past the end of the dynamic shared memory (104 bytes"),
+    ("static shared array overrun", lambda e, o: e.edgeattn_emu_selftest_static_overrun(10), 700,
+     "write past the end of a static __shared__ array of 40 bytes"),
+    ("wild pointer", lambda e, o: e.edgeattn_emu_selftest_wild_pointer(_p(o)), 700, "invalid memory access"),
+    ("block above __launch_bounds__", lambda e, o: e.edgeattn_emu_selftest_launch_bounds(_p(o), 256), 701,
+     "__launch_bounds__(128)"),
+    ("dynamic shared memory > 48 KiB", lambda e, o: e.edgeattn_emu_selftest_dynamic_shared(
+        _p(o), ctypes.c_size_t(48 * 1024 + 4), 0), 1, "dynamic shared memory above the per-block limit"),
+    ("static + dynamic shared memory > 48 KiB", lambda e, o: e.edgeattn_emu_selftest_static_plus_dynamic(
+        _p(o), ctypes.c_size_t(20000)), 701, "exceeds the per-block limit"),
+    ("2048 threads per block", lambda e, o: e.edgeattn_emu_selftest_indices(_p(o), 1, 1, 1, 2048, 1, 1), 9,
+     "invalid launch configuration"),
+    ("gridDim.y > 65535", lambda e, o: e.edgeattn_emu_selftest_indices(_p(o), 1, 65536, 1, 1, 1, 1), 9,
+     "invalid launch configuration"),
+])
+def test_emulator_turns_undefined_behaviour_into_launch_errors(kernels, name, call, status, message):
+    out = np.zeros(4096, dtype=np.float32)
+    got_status = call(kernels.emu, out)
+    fault = kernels.fault()
+    assert got_status == status, "{}: status {} ({})".format(name, got_status, fault)
+    assert message in fault, "{}: {!r}".format(name, fault)
+
+
+def test_legal_variants_of_the_faulting_kernels_run(kernels):
+    out = np.zeros(4096, dtype=np.float32)
+    aligned = _f32(np.arange(8))
+    assert kernels.emu.edgeattn_emu_selftest_vector_load(_p(aligned), _p(out)) == 0 and out[0] == 6.0
+    assert kernels.emu.edgeattn_emu_selftest_launch_bounds(_p(out), 128) == 0
+    assert kernels.emu.edgeattn_emu_selftest_dynamic_shared(_p(out), ctypes.c_size_t(48 * 1024 + 4), 1) == 0
+    assert kernels.emu.edgeattn_emu_selftest_static_plus_dynamic(_p(out), ctypes.c_size_t(4096)) == 0
+    assert kernels.emu.edgeattn_emu_selftest_shuffle(_p(out), 64) == 0
+    assert np.array_equal(out[:64], _f32(np.arange(64) ^ 1))
+    assert kernels.emu.edgeattn_emu_selftest_static_overrun(9) == 0
+    assert kernels.fault() == ""
+
+
+def test_a_device_fault_is_sticky_like_a_corrupted_cuda_context(kernels):
+    out = np.zeros(64, dtype=np.float32)
+    assert kernels.emu.edgeattn_emu_selftest_wild_pointer(_p(out)) == 700
+    assert kernels.emu.edgeattn_emu_selftest_shuffle(_p(out), 64) == 700  # every later launch fails too
+    nbytes = kernels.efficient_attention_workspace_size(1, 4, 4, 1)
+    workspace = np.zeros(nbytes // 4 + 1, dtype=np.float32)
+    status = kernels.efficient_attention(out.ctypes.data, out.ctypes.data, out.ctypes.data, out.ctypes.data, 1, 4,
+                                         4, 1, workspace.ctypes.data, nbytes, check=False)
+    assert status == kernels_abi.STATUS_CUDA_ERROR
+    assert "linearReduceKernel" in kernels.last_error() and "invalid memory access" in kernels.last_error()
+    kernels.reset()
+    assert kernels.emu.edgeattn_emu_selftest_shuffle(_p(out), 64) == 0
+
+
+def test_kernel_parameters_above_4kb_do_not_compile(tmp_path):
+    """CUDA < 12.1 (JetPack 4.6 / 5.x) rejects kernels with more than 4 KB of parameters; nvcc 13 accepts up to
+    32 KB, so the emulation build is where CI sees it (LinearAttentionParams carries the QT coefficients)."""
+    compiler = build_emulated.find_compiler()
+    if compiler is None:
+        pytest.skip("no g++/c++ on PATH")
+    template = ("struct Params {{ float values[{}]; }};\n"
+                "__global__ void k(Params const p) {{ (void) p; }}\n"
+                "void launch(Params const& p) {{ k<<<1, 32>>>(p); }}\n")
+    results = {}
+    for floats in (1000, 1100):
+        source = tmp_path / "params{}.cu".format(floats)
+        rewritten, counts = build_emulated.rewrite_source(template.format(floats), str(source))
+        assert counts["launches"] == 1
+        source.write_text(rewritten)
+        results[floats] = run_command(
+            [compiler, "-std=c++17", "-fsyntax-only", "-x", "c++", "-include", build_emulated.HEADER, str(source)],
+            timeout=120)
+    assert results[1000].returncode == 0, results[1000].output[-2000:]
+    assert results[1100].returncode != 0 and "kernel parameters above 4 KB" in results[1100].output
+
+
+# ---- blockify attention --------------------------------------------------------------------------------------------
+def run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned=False):
+    batch, _, channels = q.shape
+
+    def launch(buffers):
+        qb, kb, vb = (buffers.input(t, misaligned) for t in (q, k, v))
+        wb = buffers.input(weight, misaligned) if weight is not None else None
+        bb = buffers.input(bias, misaligned) if bias is not None else None
+        out = buffers.output(q.shape, q.dtype, misaligned)
+        status = kernels.blockify_attention(
+            ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, height, width, channels, heads, window, scale=scale,
+            padding=padding, dtype=dtype_name(q.dtype), lepe_weight=ptr(wb), lepe_bias=ptr(bb), check=False)
+        return status, out
+
+    label = "blockify {}x{} ws{} C={} heads={} pad={} lepe={} {}".format(
+        height, width, window, channels, heads, padding, weight is not None, q.dtype)
+    out, log = run_both_schedules(kernels, launch, label)
+
+    def reference(q_, k_, v_, w_, b_):
+        return blockify_attention(q_, k_, v_, num_heads=heads, height=height, width=width, window_size=window,
+                                  scale=scale or None, lepe_weight=w_, lepe_bias=b_, padding=padding)
+
+    assert_matches_reference(out, reference, [q, k, v, weight, bias], q.dtype, label)
+    return log
+
+
+def blockify_inputs(batch, tokens, channels, lepe, dtype):
+    q, k, v = (random_tensor((batch, tokens, channels), dtype, seed=i) for i in range(3))
+    weight = random_tensor((channels, 1, 3, 3), dtype, 0.3, seed=3) if lepe else None
+    bias = random_tensor((channels,), dtype, 0.1, seed=4) if lepe else None
+    return q, k, v, weight, bias
+
+
+BLOCKIFY_CASES = [
+    # (label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned)
+    ("14x14 ws7 d32 lepe", 3, 14, 14, 64, 2, 7, "none", True, 0.0, False),
+    ("21x14 ws7 d32 no-lepe", 1, 21, 14, 64, 2, 7, "none", False, 0.0, False),
+    ("14x14 ws7 d16 lepe", 2, 14, 14, 48, 3, 7, "none", True, 0.0, False),
+    ("14x14 ws7 d64", 1, 14, 14, 64, 1, 7, "none", True, 0.0, False),
+    ("14x14 ws7 d96 two key tiles", 1, 14, 14, 96, 1, 7, "none", True, 0.0, False),
+    ("10x13 ws7 d13 zeros", 3, 10, 13, 39, 3, 7, "zeros", True, 0.0, False),
+    ("10x13 ws7 d13 masked", 3, 10, 13, 39, 3, 7, "masked", True, 0.0, False),
+    ("10x13 ws7 d48 masked no-lepe", 1, 10, 13, 96, 2, 7, "masked", False, 0.0, False),
+    ("17x17 ws17 query chunks", 1, 17, 17, 32, 2, 17, "none", True, 0.0, False),
+    ("5x9 ws11 zeros misaligned", 5, 5, 9, 39, 3, 11, "zeros", True, 0.37, True),
+    ("5x9 ws11 masked misaligned", 5, 5, 9, 39, 3, 11, "masked", True, 0.37, True),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", BLOCKIFY_CASES, ids=[case[0] for case in BLOCKIFY_CASES])
+def test_blockify_attention_matches_reference(kernels, dtype, case):
+    """Every template path (head_dim 16/32/64 exact, < 32 / < 64 / <= 128 generic), LePE on/off, the three padding
+    modes (none on a divisible map; zeros and masked on non-divisible ones and on a window larger than the map),
+    several key tiles per window, several query chunks per window (289 queries, 256 threads), explicit scale."""
+    label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned = case
+    q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, dtype)
+    log = run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
+    head_dim = channels // heads
+    expected = {16: "16; bool kExact = true", 32: "32; bool kExact = true", 64: "64; bool kExact = true"}.get(
+        head_dim, "{}; bool kExact = false".format(32 if head_dim < 32 else 64 if head_dim < 64 else 128))
+    assert len(log) == 1 and "kMaxHeadDim = " + expected in log[0], log
+
+
+# ---- EFFATT --------------------------------------------------------------------------------------------------------
+def run_efficient(kernels, q, k, v, heads, misaligned=False):
+    batch, tokens, channels = q.shape
+    nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
+
+    def launch(buffers):
+        qb, kb, vb = (buffers.input(t, misaligned) for t in (q, k, v))
+        out = buffers.output(q.shape, q.dtype, misaligned)
+        status = kernels.efficient_attention(ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, tokens, channels, heads,
+                                             buffers.workspace(nbytes), nbytes, dtype=dtype_name(q.dtype),
+                                             check=False)
+        return status, out
+
+    label = "effatt B={} N={} C={} heads={} {}".format(batch, tokens, channels, heads, q.dtype)
+    out, log = run_both_schedules(kernels, launch, label)
+    assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=heads), [q, k, v],
+                             q.dtype, label)
+    return log
+
+
+def effatt_inputs(batch, tokens, channels, dtype):
+    return [random_tensor((batch, tokens, channels), dtype, 2.0, seed=20 + i) for i in range(3)]
+
+
+EFFATT_CASES = [
+    # (label, batch, tokens, channels, heads, misaligned)
+    ("N=1", 3, 1, 32, 1, False),
+    ("N=49 d32", 3, 49, 64, 2, False),
+    ("N=257 d20 two splits", 3, 257, 60, 3, True),
+    ("N=600 d64", 1, 600, 64, 1, False),
+    ("N=784 d13", 1, 784, 39, 3, False),
+    ("N=3136 d32 13 splits", 1, 3136, 32, 1, False),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", EFFATT_CASES, ids=[case[0] for case in EFFATT_CASES])
+def test_efficient_attention_matches_reference(kernels, dtype, case):
+    """One to 13 token splits (online softmax across tiles and splits), ragged last tiles, head_dim 13/20/32/64."""
+    label, batch, tokens, channels, heads, misaligned = case
+    q, k, v = effatt_inputs(batch, tokens, channels, dtype)
+    log = run_efficient(kernels, q, k, v, heads, misaligned)
+    splits = -(-tokens // 256)
+    assert "linearReduceKernel" in log[0] and "grid=({},{},{})".format(splits, heads, batch) in log[0], log
+
+
+def test_efficient_attention_past_the_split_cap(kernels):
+    """N = 65537 > 256 splits of 256 tokens: 129 splits of 512 tokens (FP32, head_dim 8: one large case)."""
+    q, k, v = effatt_inputs(1, 65537, 8, torch.float32)
+    log = run_efficient(kernels, q, k, v, 1)
+    assert "grid=(129,1,1)" in log[0], log
+
+
+# ---- LiteMLA -------------------------------------------------------------------------------------------------------
+def run_lite_mla(kernels, qkv, head_dim, kernel, eps, alpha, beta, gamma, misaligned=False):
+    batch, channels_in, height, width = qkv.shape
+    nbytes = kernels.lite_mla_workspace_size(batch, channels_in, height, width, head_dim, kernel)
+
+    def launch(buffers):
+        qkv_b = buffers.input(qkv, misaligned)
+        out = buffers.output((batch, channels_in // 3, height, width), qkv.dtype, misaligned)
+        status = kernels.lite_mla(ptr(qkv_b), ptr(out), batch, channels_in, height, width, head_dim,
+                                  buffers.workspace(nbytes), nbytes, kernel=kernel, eps=eps, qt_alpha=alpha,
+                                  qt_beta=beta, qt_gamma=gamma, dtype=dtype_name(qkv.dtype), check=False)
+        return status, out
+
+    label = "litemla {} B={} C={} {}x{} d={} {}".format(kernel, batch, channels_in, height, width, head_dim,
+                                                      qkv.dtype)
+    out, log = run_both_schedules(kernels, launch, label)
+
+    def reference(qkv_):
+        return lite_mla_attention(qkv_, head_dim=head_dim, kernel=kernel, eps=eps, qt_alpha=alpha, qt_beta=beta,
+                                  qt_gamma=gamma)
+
+    assert_matches_reference(out, reference, [qkv], qkv.dtype, label)
+    return log
+
+
+LITE_MLA_CASES = [
+    # (label, kernel, head_dim, groups, batch, height, width, coefficients)
+    ("relu d16 G8", "relu", 16, 8, 1, 7, 9, "layer"),
+    ("relu d32 G2 two splits", "relu", 32, 2, 3, 16, 17, "layer"),
+    ("relu d8 G3", "relu", 8, 3, 2, 14, 14, "layer"),
+    ("qt d16 G5 per-group", "quadratic_taylor", 16, 5, 3, 7, 9, "group"),
+    ("qt d32 G2 per-layer", "quadratic_taylor", 32, 2, 1, 14, 14, "layer"),
+    ("qt d8 G4 per-group two splits", "quadratic_taylor", 8, 4, 1, 16, 17, "group"),
+    ("qt d64 G2 per-group", "quadratic_taylor", 64, 2, 1, 7, 7, "group"),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", LITE_MLA_CASES, ids=[case[0] for case in LITE_MLA_CASES])
+def test_lite_mla_matches_reference(kernels, dtype, case):
+    """ReLU and quadratic-Taylor kernels, per-layer and per-group coefficients, G = 2..8, NCHW token-minor loads,
+    1 to 8 reduction groups per block (head_dim 64 QT: one group, 544 threads, 16-token output tiles), two splits,
+    and the ReLU all-zero query row (0 / (0 + eps) = 0)."""
+    label, kernel, head_dim, groups, batch, height, width, coefficients = case
+    qkv = random_tensor((batch, groups * 3 * head_dim, height, width), dtype, seed=40)
+    qkv[:, :head_dim, 0, 0] = -1.0
+    if coefficients == "group":
+        alpha = [0.5 + 0.125 * g for g in range(groups)]
+        beta = [1.0 - 0.0625 * g for g in range(groups)]
+        gamma = [1.0 + 0.25 * g for g in range(groups)]
+    else:
+        alpha, beta, gamma = (0.75,), (1.25,), (0.5,)
+    log = run_lite_mla(kernels, qkv, head_dim, kernel, 1e-6, alpha, beta, gamma, misaligned=True)
+    feature_map = "kRelu" if kernel == "relu" else "kQuadraticTaylor"
+    assert all(feature_map in record for record in log), log
+
+
+# ---- SOFT / SOFT++ -------------------------------------------------------------------------------------------------
+def run_soft(kernels, q, landmarks, v, heads, iters, symmetric, misaligned=False):
+    batch, tokens, channels = q.shape
+    m = landmarks.shape[1]
+    nbytes = kernels.soft_kernel_attention_workspace_size(batch, tokens, m, channels, heads)
+
+    def launch(buffers):
+        qb, lb, vb = (buffers.input(t, misaligned) for t in (q, landmarks, v))
+        out = buffers.output(q.shape, q.dtype, misaligned)
+        status = kernels.soft_kernel_attention(
+            ptr(qb), ptr(lb), ptr(vb), ptr(out), batch, tokens, m, channels, heads, buffers.workspace(nbytes),
+            nbytes, newton_iters=iters, symmetric_norm=1 if symmetric else 0, dtype=dtype_name(q.dtype), check=False)
+        return status, out
+
+    label = "soft{} B={} N={} M={} C={} heads={} iters={} {}".format(
+        "++" if symmetric else "", batch, tokens, m, channels, heads, iters, q.dtype)
+    out, log = run_both_schedules(kernels, launch, label)
+
+    def reference(q_, l_, v_):
+        return soft_kernel_attention(q_, l_, v_, num_heads=heads, newton_iters=iters, symmetric_norm=bool(symmetric))
+
+    assert_matches_reference(out, reference, [q, landmarks, v], q.dtype, label)
+    return log
+
+
+def soft_inputs(batch, tokens, m, channels, heads, dtype):
+    d = channels // heads
+    return (random_tensor((batch, tokens, channels), dtype, d ** -0.25, seed=60),
+            random_tensor((batch, m, channels), dtype, d ** -0.25, seed=61),
+            random_tensor((batch, tokens, channels), dtype, seed=62))
+
+
+SOFT_CASES = [
+    # (label, batch, tokens, landmarks, channels, heads, symmetric, iters, Newton in shared memory)
+    ("M=49 d32 soft++ shared", 3, 196, 49, 64, 2, True, 20, "true"),
+    ("M=49 d32 soft shared", 1, 300, 49, 64, 2, False, 20, "true"),
+    ("M=49 d64 soft++ shared", 1, 196, 49, 64, 1, True, 20, "true"),
+    ("M=144 d32 soft++ global", 1, 576, 144, 32, 1, True, 7, "false"),
+    ("M=53 d20 soft global", 3, 1000, 53, 40, 2, False, 20, "false"),
+    ("M=1 d24 soft++", 3, 100, 1, 48, 2, True, 20, "true"),
+    ("M=16 no newton steps", 1, 64, 16, 32, 1, True, 0, "true"),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", SOFT_CASES, ids=[case[0] for case in SOFT_CASES])
+def test_soft_kernel_attention_matches_reference(kernels, dtype, case):
+    """Newton-Raphson in shared memory (M = 49) and in the workspace (M = 53 with head_dim 20, M = 144), SOFT and
+    SOFT++, zero to 20 iterations, one landmark, several landmark chunks and token splits, odd batches."""
+    label, batch, tokens, m, channels, heads, symmetric, iters, newton_shared = case
+    q, landmarks, v = soft_inputs(batch, tokens, m, channels, heads, dtype)
+    log = run_soft(kernels, q, landmarks, v, heads, iters, symmetric, misaligned=True)
+    assert log[0].startswith("softNewtonKernel<T, {}>".format(newton_shared)), log
+
+
+# ---- CSWin-T24181 stage shapes at 224^2 (the GPU tests' first resolution) -----------------------------------------
+CSWIN_224 = ((56, 64, 2, 7), (28, 128, 4, 7), (14, 256, 8, 14), (7, 512, 16, 7))  # side, channels, heads, block
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("stage", range(4), ids=["stage1", "stage2", "stage3", "stage4"])
+def test_cswin_224_stage_shapes(kernels, dtype, stage):
+    """The stage shapes test_plugins_kernels_gpu.py runs at 224^2 (ELFATT branches with half the channels and
+    heads, SOFT on the full width with 8x8..1x1 landmark grids, LiteMLA groups of 32), batch 3."""
+    side, channels, heads, window = CSWIN_224[stage]
+    tokens = side * side
+    q, k, v, weight, bias = blockify_inputs(3, tokens, channels // 2, stage != 2, dtype)
+    run_blockify(kernels, q, k, v, weight, bias, side, side, heads // 2, window, 0.0, "none")
+    run_efficient(kernels, *effatt_inputs(3, tokens, channels // 2, dtype), heads=heads // 2)
+    qkv = random_tensor((3, 2 * channels // 32 * 3 * 32, side, side), dtype, seed=40)
+    for kernel in ("relu", "quadratic_taylor"):
+        run_lite_mla(kernels, qkv, 32, kernel, 1e-15, (1.0,), (1.0,), (1.0,))
+    m = (side // (8, 4, 2, 1)[stage]) ** 2
+    log = run_soft(kernels, *soft_inputs(3, tokens, m, channels, heads, dtype), heads=heads, iters=20, symmetric=True)
+    assert m == 49 and log[0].startswith("softNewtonKernel<T, true>"), log
+
+
+# ---- argument validation -------------------------------------------------------------------------------------------
+FAKE = 0x10000  # never dereferenced: every case fails validation before a launch
+
+
+@pytest.mark.parametrize("call, status, message", [
+    (lambda k: k.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 10, 13, 39, 3, 7, padding="none", check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "multiples of window_size"),
+    (lambda k: k.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 14, 14, 64, 2, 0, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "window_size must be positive"),
+    (lambda k: k.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 14, 14, 64, 2, 7, scale=float("inf"), check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "scale must be finite"),
+    (lambda k: k.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 14, 14, 512, 2, 7, check=False),
+     kernels_abi.STATUS_UNSUPPORTED, "head_dim 256"),
+    (lambda k: k.blockify_attention(None, FAKE, FAKE, FAKE, 1, 14, 14, 64, 2, 7, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "device pointers"),
+    (lambda k: k.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 14, 14, 64, 2, 7, lepe_bias=FAKE, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "lepe_weight and lepe_bias"),
+    (lambda k: k.efficient_attention(FAKE, FAKE, FAKE, FAKE, 1, 49, 64, 3, FAKE, 1 << 30, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "multiple of num_heads"),
+    (lambda k: k.efficient_attention(FAKE, FAKE, FAKE, FAKE, 1, 49, 128, 1, FAKE, 1 << 30, check=False),
+     kernels_abi.STATUS_UNSUPPORTED, "head_dim 128"),
+    (lambda k: k.efficient_attention(FAKE, FAKE, FAKE, FAKE, 1, 49, 64, 2, None, 1 << 30, check=False),
+     kernels_abi.STATUS_WORKSPACE_TOO_SMALL, "need"),
+    (lambda k: k.lite_mla(FAKE, FAKE, 1, 96, 7, 7, 16, FAKE, 1 << 30, eps=-1.0, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "eps"),
+    (lambda k: k.lite_mla(FAKE, FAKE, 1, 96, 7, 7, 16, FAKE, 1 << 30, kernel=7, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "kernel 7"),
+    (lambda k: k.lite_mla(FAKE, FAKE, 1, 96, 7, 7, 16, FAKE, 1 << 30, kernel="quadratic_taylor", qt_alpha=None,
+                          qt_beta=None, qt_gamma=None, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "1 or G = 2 entries"),
+    (lambda k: k.lite_mla(FAKE, FAKE, 1, 3 * 16 * 200, 7, 7, 16, FAKE, 1 << 30, kernel="quadratic_taylor",
+                          qt_alpha=[1.0] * 200, qt_beta=[1.0] * 200, qt_gamma=[1.0] * 200, check=False),
+     kernels_abi.STATUS_UNSUPPORTED, "at most 128"),
+    (lambda k: k.lite_mla(FAKE, FAKE, 1, 96, 7, 7, 16, FAKE, 8, check=False),
+     kernels_abi.STATUS_WORKSPACE_TOO_SMALL, "need"),
+    (lambda k: k.soft_kernel_attention(FAKE, FAKE, FAKE, FAKE, 1, 196, 49, 64, 2, FAKE, 1 << 30, symmetric_norm=2,
+                                       check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "symmetric_norm"),
+    (lambda k: k.soft_kernel_attention(FAKE, FAKE, FAKE, FAKE, 1, 196, 0, 64, 2, FAKE, 1 << 30, check=False),
+     kernels_abi.STATUS_INVALID_ARGUMENT, "at least one landmark"),
+    (lambda k: k.soft_kernel_attention(FAKE, FAKE, FAKE, FAKE, 1, 196, 5000, 64, 2, FAKE, 1 << 30, check=False),
+     kernels_abi.STATUS_UNSUPPORTED, "num_landmarks 5000"),
+    (lambda k: k.soft_kernel_attention(FAKE, FAKE, FAKE, FAKE, 1, 196, 49, 64, 2, FAKE, 64, check=False),
+     kernels_abi.STATUS_WORKSPACE_TOO_SMALL, "need"),
+])
+def test_launchers_reject_bad_arguments_without_launching(kernels, call, status, message):
+    assert call(kernels) == status
+    assert message in kernels.last_error()
+    assert kernels.launches() == [], "a launcher launched kernels before rejecting its arguments"
+
+
+@pytest.mark.parametrize("op", ["soft", "efficient", "lite_mla"])
+def test_misaligned_workspace_is_rejected_not_faulted(kernels, op):
+    """Regression: softProjectKernel reads M and Y1 from the workspace with float4 loads, and the launcher took any
+    workspace pointer, so a workspace that was not 16-byte aligned made the kernel fault (a misaligned-address
+    error that poisons the CUDA context) instead of failing validation. Every workspace launcher now rejects it."""
+    data = torch.zeros(4 * 4096)  # inputs from element 0, the output from element 2048 (<= 4096 elements each)
+    nbytes = {"soft": kernels.soft_kernel_attention_workspace_size(1, 64, 49, 64, 2),
+              "efficient": kernels.efficient_attention_workspace_size(1, 64, 64, 2),
+              "lite_mla": kernels.lite_mla_workspace_size(1, 96, 7, 7, 16)}[op]
+    space = torch.zeros(nbytes // 4 + 16)
+    for offset, expected in ((0, kernels_abi.STATUS_SUCCESS), (4, kernels_abi.STATUS_INVALID_ARGUMENT),
+                             (8, kernels_abi.STATUS_INVALID_ARGUMENT)):
+        kernels.reset()
+        workspace = space.data_ptr() + offset
+        if op == "soft":
+            status = kernels.soft_kernel_attention(data.data_ptr(), data.data_ptr(), data.data_ptr(),
+                                                   data.data_ptr() + 8192, 1, 64, 49, 64, 2, workspace, nbytes,
+                                                   check=False)
+        elif op == "efficient":
+            status = kernels.efficient_attention(data.data_ptr(), data.data_ptr(), data.data_ptr(),
+                                                 data.data_ptr() + 8192, 1, 64, 64, 2, workspace, nbytes, check=False)
+        else:
+            status = kernels.lite_mla(data.data_ptr(), data.data_ptr() + 8192, 1, 96, 7, 7, 16, workspace, nbytes,
+                                      check=False)
+        assert status == expected, (offset, kernels.last_error(), kernels.fault())
+        assert kernels.fault() == ""
+        if expected != kernels_abi.STATUS_SUCCESS:
+            assert "16-byte aligned" in kernels.last_error() and kernels.launches() == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_pointers_not_aligned_to_the_element_size_are_rejected(kernels, dtype):
+    """A GPU faults on a misaligned scalar access (x86, and so the emulation, does not): the launchers check it."""
+    data = torch.zeros(4096)
+    odd = data.data_ptr() + 1
+    base = data.data_ptr()
+    nbytes = 1 << 16
+    workspace = torch.zeros(nbytes // 4).data_ptr()
+    calls = [
+        lambda: kernels.blockify_attention(base, odd, base, base, 1, 7, 7, 32, 1, 7, dtype=dtype, check=False),
+        lambda: kernels.efficient_attention(base, base, base, odd, 1, 8, 32, 1, workspace, nbytes, dtype=dtype,
+                                            check=False),
+        lambda: kernels.lite_mla(odd, base, 1, 48, 4, 4, 16, workspace, nbytes, dtype=dtype, check=False),
+        lambda: kernels.soft_kernel_attention(base, odd, base, base, 1, 8, 4, 32, 1, workspace, nbytes, dtype=dtype,
+                                              check=False),
+    ]
+    for call in calls:
+        assert call() == kernels_abi.STATUS_INVALID_ARGUMENT
+        assert "must be aligned to" in kernels.last_error()
+    assert kernels.launches() == []
+
+
+def test_empty_problems_launch_nothing(kernels):
+    assert kernels.efficient_attention(None, None, None, None, 1, 0, 64, 2, None, 0, check=False) == 0
+    assert kernels.soft_kernel_attention(None, None, None, None, 0, 196, 49, 64, 2, None, 0, check=False) == 0
+    assert kernels.lite_mla(None, None, 0, 96, 7, 7, 16, None, 0, check=False) == 0
+    assert kernels.launches() == []
