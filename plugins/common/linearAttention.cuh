@@ -202,6 +202,26 @@ __device__ __forceinline__ void qtCoefficients(LinearAttentionParams const& p, i
     *gamma = p.qtGamma[index];
 }
 
+/*
+ * Token n and channel c of element `index` of a tokenTile x d tile, enumerated so consecutive threads touch
+ * consecutive input addresses: channels fastest for token-major (B, N, C) tensors (kTokenMajor), tokens fastest
+ * for channel-planar (B, C, H, W) tensors.
+ */
+template <bool kTokenMajor>
+__device__ __forceinline__ void tileCoordinates(int index, int d, int tokenTile, int& n, int& c)
+{
+    if (kTokenMajor)
+    {
+        n = index / d;
+        c = index - n * d;
+    }
+    else
+    {
+        c = index / tokenTile;
+        n = index - c * tokenTile;
+    }
+}
+
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams const p)
 {
@@ -268,16 +288,7 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
         {
             int n;
             int c;
-            if (kTokenMajor)
-            {
-                n = index / d;
-                c = index - n * d;
-            }
-            else
-            {
-                c = index / tokenTile;
-                n = index - c * tokenTile;
-            }
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
             bool const valid = n < count;
             int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
             float const kValue = valid ? loadFloat(kPtr, offset) : 0.0F;
@@ -537,16 +548,7 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
     {
         int n;
         int c;
-        if (kTokenMajor)
-        {
-            n = index / d;
-            c = index - n * d;
-        }
-        else
-        {
-            c = index / tokenTile;
-            n = index - c * tokenTile;
-        }
+        tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
         bool const valid = n < count;
         float const x = valid
             ? loadFloat(qPtr, static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride)
@@ -633,16 +635,7 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
     {
         int n;
         int c;
-        if (kTokenMajor)
-        {
-            n = index / d;
-            c = index - n * d;
-        }
-        else
-        {
-            c = index / tokenTile;
-            n = index - c * tokenTile;
-        }
+        tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
         if (n < count)
         {
             outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]

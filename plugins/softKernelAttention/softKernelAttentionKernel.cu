@@ -163,6 +163,33 @@ SoftWorkspaceLayout softWorkspaceLayout(int batch, int tokens, int numLandmarks,
     return layout;
 }
 
+/*
+ * out = lhsT^T rhs for mp x mp shared-memory matrices (mp a multiple of 4), lhsT stored k-major (transposed):
+ * one 4x4 output tile per thread per step. The caller synchronises before reading out.
+ */
+__device__ __forceinline__ void squareProduct(float const* lhsT, float const* rhs, float* out, int mp)
+{
+    int const tilesPerSide = mp / 4;
+    int const tiles = tilesPerSide * tilesPerSide;
+    for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
+    {
+        int const i0 = (tile / tilesPerSide) * 4;
+        int const j0 = (tile % tilesPerSide) * 4;
+        float acc[4][4];
+        zeroTile4x4(acc);
+        mmaTile4x4(acc, lhsT, mp, i0, rhs, mp, j0, mp);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+        {
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+            {
+                out[(i0 + r) * mp + j0 + c] = acc[r][c];
+            }
+        }
+    }
+}
+
 template <typename T, bool kShared>
 __global__ void __launch_bounds__(512) softNewtonKernel(SoftParams const p)
 {
@@ -261,42 +288,10 @@ __global__ void __launch_bounds__(512) softNewtonKernel(SoftParams const p)
     for (int iteration = 0; iteration < p.newtonIters; ++iteration)
     {
         // t = A X  (as t[i][j] = sum_k A[k][i] X[k][j]; A symmetric)
-        for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
-        {
-            int const i0 = (tile / tilesPerSide) * 4;
-            int const j0 = (tile % tilesPerSide) * 4;
-            float acc[4][4];
-            zeroTile4x4(acc);
-            mmaTile4x4(acc, a, mp, i0, x, mp, j0, mp);
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-            {
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                {
-                    t[(i0 + r) * mp + j0 + c] = acc[r][c];
-                }
-            }
-        }
+        squareProduct(a, x, t, mp);
         __syncthreads();
         // u = t^T X = X A X  (X, A symmetric)
-        for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x)
-        {
-            int const i0 = (tile / tilesPerSide) * 4;
-            int const j0 = (tile % tilesPerSide) * 4;
-            float acc[4][4];
-            zeroTile4x4(acc);
-            mmaTile4x4(acc, t, mp, i0, x, mp, j0, mp);
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-            {
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                {
-                    u[(i0 + r) * mp + j0 + c] = acc[r][c];
-                }
-            }
-        }
+        squareProduct(t, x, u, mp);
         __syncthreads();
         // X <- 2X - XAX, symmetrised (XAX is symmetric in exact arithmetic).
         for (size_t index = threadIdx.x; index < square; index += blockDim.x)
