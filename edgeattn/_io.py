@@ -1,9 +1,126 @@
-"""File helpers shared by every command that writes results: atomic writes and content hashes."""
+"""File helpers shared by every command that writes results: atomic writes, all-or-nothing groups of outputs,
+output permissions, advisory locks and content hashes.
+
+Every output goes through :func:`atomic_write` or :func:`atomic_path`: the data is written to a temporary file in
+the destination's directory, flushed to disk, given the permissions a plain ``open()`` would have given it, and
+renamed over the destination. A failure (read-only place, permission, a directory in the way, disk full) raises
+:class:`edgeattn.errors.OutputError` naming the destination, and no partial or temporary file stays behind.
+"""
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import threading
+
+from .errors import EdgeAttnError, OutputError, describe_os_error
+
+_PENDING = threading.local()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# permissions
+# ----------------------------------------------------------------------------------------------------------------
+def current_umask():
+    """This process's umask. Read from /proc where possible: setting and resetting it is racy with threads."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def output_mode(path):
+    """The permission bits ``open(path, "w")`` would leave: an existing regular file keeps its own, a new file
+    gets 0666 minus the umask (mkstemp's 0600 would hide results from a teammate or a web server)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode):
+        return stat.S_IMODE(info.st_mode)
+    return 0o666 & ~current_umask()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# atomic outputs
+# ----------------------------------------------------------------------------------------------------------------
+def _prepare(path):
+    """Absolute destination, its directory (created when missing) and the directories this call created, deepest
+    first; refuses a directory in the way."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.isdir(path):
+        raise OutputError(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    directory = os.path.dirname(path)
+    missing = []
+    parent = directory
+    while not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        _remove_empty(missing)
+        raise OutputError(path, error)
+    pending = getattr(_PENDING, "created", None)
+    if pending is not None:
+        pending.extend(missing)
+    return path, directory, missing
+
+
+def _remove_empty(directories):
+    """Remove directories an output created, deepest first, as long as they are empty (a failed command leaves
+    no empty ``plots/`` behind)."""
+    for directory in sorted(set(directories), key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def _temporary(path, directory, created, suffix=""):
+    base = os.path.basename(path)
+    try:
+        return tempfile.mkstemp(prefix=".{}.".format(base), suffix=".tmp" + suffix, dir=directory)
+    except OSError as error:
+        _remove_empty(created)
+        raise OutputError(path, error)
+
+
+def _fsync_path(tmp):
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _publish(tmp, path):
+    """Rename ``tmp`` onto ``path`` now, or at the end of the enclosing :func:`all_or_nothing` block."""
+    pending = getattr(_PENDING, "moves", None)
+    if pending is None:
+        os.replace(tmp, path)
+        return
+    for index, (earlier_tmp, earlier_path) in enumerate(pending):
+        if earlier_path == path:  # written twice in one group: the last version wins
+            with contextlib.suppress(OSError):
+                os.unlink(earlier_tmp)
+            del pending[index]
+            break
+    pending.append((tmp, path))
+
+
+def _converted(error, path):
+    """An OSError about our own file operations becomes one line naming the destination; an OSError that names
+    another file (the caller read an input inside the block) is left for the CLI boundary to report."""
+    if isinstance(error, OSError) and getattr(error, "filename", None) is None:
+        return OutputError(path, error)
+    return None
 
 
 @contextlib.contextmanager
@@ -11,21 +128,35 @@ def atomic_write(path, mode="wb"):
     """Yield a file object whose contents replace ``path`` only if the block finishes without an exception.
 
     The data goes to a temporary file in the same directory (so the final rename is atomic) and is removed on
-    error or interruption; a failed command never leaves a partial output file behind.
+    error or interruption; a failed command never leaves a partial output file behind. The file ends with the
+    permissions of :func:`output_mode`.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".{}.".format(os.path.basename(path)), suffix=".tmp", dir=directory)
+    path, directory, created = _prepare(path)
+    fd, tmp = _temporary(path, directory, created)
     try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        try:
+            os.fchmod(fd, output_mode(path))
+            with os.fdopen(fd, mode) as handle:
+                fd = None
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            converted = _converted(error, path)
+            if converted is None:
+                raise
+            raise converted
+        try:
+            _publish(tmp, path)
+        except OSError as error:
+            raise OutputError(path, error)
     except BaseException:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        _remove_empty(created)
         raise
 
 
@@ -35,19 +166,97 @@ def atomic_path(path):
 
     For writers that insist on a file name (torch.onnx.export, TensorRT serializers, trtexec --saveEngine).
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    base, ext = os.path.splitext(os.path.basename(path))
-    fd, tmp = tempfile.mkstemp(prefix=".{}.".format(base), suffix=".tmp" + ext, dir=directory)
+    path, directory, created = _prepare(path)
+    ext = os.path.splitext(path)[1]
+    fd, tmp = _temporary(path, directory, created, suffix=ext)
     os.close(fd)
     try:
         yield tmp
-        os.replace(tmp, path)
+        try:
+            _fsync_path(tmp)
+            os.chmod(tmp, output_mode(path))
+            _publish(tmp, path)
+        except OSError as error:
+            raise OutputError(path, error)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        _remove_empty(created)
         raise
+
+
+def _commit(moves):
+    """Rename every temporary file into place; if one rename fails, put back what the earlier ones replaced."""
+    done = []  # (path, backup or None)
+    try:
+        for tmp, path in moves:
+            backup = None
+            if os.path.lexists(path):
+                backup = "{}.{}.bak".format(tmp, os.getpid())
+                try:
+                    os.link(path, backup, follow_symlinks=False)
+                except OSError:
+                    backup = None
+            os.replace(tmp, path)
+            done.append((path, backup))
+    except OSError as error:
+        for path, backup in reversed(done):
+            with contextlib.suppress(OSError):
+                if backup is not None:
+                    os.replace(backup, path)
+                else:
+                    os.unlink(path)
+        for tmp, _ in moves:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        failed = moves[len(done)][1]
+        raise OutputError(failed, error)
+    for _, backup in done:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
+
+
+@contextlib.contextmanager
+def all_or_nothing():
+    """Group the outputs of one command: every :func:`atomic_write` / :func:`atomic_path` inside the block stays
+    a temporary file until the block ends, then all are renamed into place; if anything fails, none is.
+
+    Nested blocks join the outermost one. Renames in one directory do not run out of space, so the commit only
+    fails in rare cases, and then the files it had already replaced are put back.
+    """
+    if getattr(_PENDING, "moves", None) is not None:
+        yield
+        return
+    moves, created = [], []
+    _PENDING.moves, _PENDING.created = moves, created
+    try:
+        yield
+    except BaseException:
+        _PENDING.moves = _PENDING.created = None
+        for tmp, _ in moves:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _remove_empty(created)
+        raise
+    _PENDING.moves = _PENDING.created = None
+    try:
+        _commit(moves)
+    except BaseException:
+        _remove_empty(created)
+        raise
+
+
+@contextlib.contextmanager
+def outputs_now():
+    """Inside an :func:`all_or_nothing` block, publish this block's outputs at once: a sweep keeps every finished
+    row on disk so that an interrupted run can be resumed."""
+    saved = getattr(_PENDING, "moves", None), getattr(_PENDING, "created", None)
+    _PENDING.moves = _PENDING.created = None
+    try:
+        yield
+    finally:
+        _PENDING.moves, _PENDING.created = saved
 
 
 def write_json(path, obj, indent=2):
@@ -63,3 +272,109 @@ def sha256_file(path, chunk_size=1 << 20):
         for chunk in iter(lambda: handle.read(chunk_size), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# advisory locks
+# ----------------------------------------------------------------------------------------------------------------
+class LockBusy(EdgeAttnError):
+    """Another process holds the lock; ``pid`` is the holder's process ID when it recorded one."""
+
+    def __init__(self, message, pid=None):
+        super().__init__(message)
+        self.pid = pid
+
+
+def _holder_pid(fd):
+    try:
+        raw = os.pread(fd, 64, 0)
+    except OSError:
+        return None
+    first = raw.decode("ascii", "replace").split()
+    return int(first[0]) if first and first[0].isdigit() else None
+
+
+def _open_lock_file(path):
+    flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, os.O_RDWR | flags, 0o644), True
+    except PermissionError:
+        # a lock file another user created (e.g. in /run/lock): locking needs no write access
+        return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)), False
+
+
+class HeldLock(object):
+    """A lock being held: ``path``, and ``remove`` (settable) to delete the lock file on release."""
+
+    def __init__(self, path, remove):
+        self.path = path
+        self.remove = remove
+
+
+@contextlib.contextmanager
+def exclusive_lock(path, what, remove=False):
+    """Hold an exclusive advisory ``flock`` on ``path`` for the block; the holder's PID is written into it.
+
+    A second holder gets :class:`LockBusy` (exit 2) naming ``what`` and the first one's PID at once, never a
+    wait. A lock file left by a killed process or from before a reboot needs no clean-up: the kernel drops the
+    lock with its process, and the next holder takes it and writes its own PID. Yields a :class:`HeldLock`; with
+    ``remove`` (or its ``remove`` set to True meanwhile) the file is deleted on release, while still locked (a
+    process that locked the deleted file notices and retries on the new one).
+    """
+    import fcntl
+
+    path = os.path.abspath(path)
+    while True:
+        try:
+            fd, writable = _open_lock_file(path)
+        except OSError as error:
+            raise EdgeAttnError("cannot open the lock file for {}: {}".format(what, describe_os_error(error, path)))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            pid = _holder_pid(fd)
+            os.close(fd)
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise EdgeAttnError("cannot lock {}: {}".format(what, describe_os_error(error, path)))
+            raise LockBusy("{} is in use by another edgeattn process ({}; lock file {})".format(
+                what, "PID {}".format(pid) if pid else "PID unknown", path), pid)
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the previous holder removed the file we locked: lock the one now at ``path``
+    held = HeldLock(path, remove)
+    try:
+        if writable:
+            with contextlib.suppress(OSError):  # the PID only informs the next contender (a full disk drops it)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, "{}\n".format(os.getpid()).encode("ascii"), 0)
+        yield held
+    finally:
+        if held.remove:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        os.close(fd)
+
+
+def check_output_path(path):
+    """Fail early, before the work that produces it, when ``path`` cannot be written: a directory in the way, a
+    parent that is a file, or a read-only or unwritable place (the nearest existing parent decides)."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.isdir(path):
+        raise OutputError(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    parent = os.path.dirname(path)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise OutputError(path, NotADirectoryError(errno.ENOTDIR, "{} is not a directory".format(parent)))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        try:
+            read_only = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+        except (OSError, AttributeError):
+            read_only = False
+        code = errno.EROFS if read_only else errno.EACCES
+        raise OutputError(path, OSError(code, os.strerror(code)))
+    return path

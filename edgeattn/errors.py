@@ -29,3 +29,30 @@ class MissingDependencyError(EdgeAttnError):
             message += " " + hint
         super().__init__(message)
         self.package = package
+
+
+def os_error_reason(error):
+    """The reason part of an OSError ("Permission denied", "No space left on device"), without the path."""
+    return error.strerror or str(error) or type(error).__name__
+
+
+def describe_os_error(error, path=None):
+    """One line naming the path and the reason of ``error``; ``path`` when the error itself names none (a write
+    to an open handle) or when the caller knows the user-facing path better (a temporary file beside it)."""
+    named = path if path is not None else getattr(error, "filename", None)
+    other = getattr(error, "filename2", None) if path is None else None
+    reason = os_error_reason(error)
+    if named is not None and other is not None:
+        return "{} -> {}: {}".format(named, other, reason)
+    if named is not None:
+        return "{}: {}".format(named, reason)
+    return reason
+
+
+class OutputError(EdgeAttnError):
+    """An output file could not be written (read-only place, permission, a directory in the way, disk full)."""
+
+    def __init__(self, path, error):
+        super().__init__("cannot write {}".format(describe_os_error(error, path)))
+        self.path = path
+        self.errno = getattr(error, "errno", None)

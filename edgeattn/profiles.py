@@ -351,6 +351,9 @@ def load_profile(name_or_path, directory=None):
             data = yaml.safe_load(handle)
     except OSError as error:
         raise EdgeAttnError("cannot read profile {}: {}".format(path, error.strerror or error))
+    except UnicodeDecodeError as error:
+        raise EdgeAttnError("profile {} is not UTF-8 text (byte {} at offset {})".format(
+            path, hex(error.object[error.start]), error.start))
     except yaml.YAMLError as error:
         raise EdgeAttnError("profile {} is not valid YAML: {}".format(path, error))
     validate_profile(data, source=path, schema=load_schema(directory))

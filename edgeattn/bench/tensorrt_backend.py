@@ -32,7 +32,7 @@ def _io_tensors(engine, trt):
 
 
 def run(engine_path, data, manifest, batch, plugin_library, warmup_s, duration_s, iterations, cuda_graph,
-        progress):
+        progress, allow_engine_host_code=False):
     trt = import_tensorrt("`edgeattn bench --backend tensorrt`")
     version = tensorrt_version(trt)
     cuda = open_cuda()
@@ -41,16 +41,16 @@ def run(engine_path, data, manifest, batch, plugin_library, warmup_s, duration_s
     load_plugins(trt, plugin_library)
     try:
         return _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_s, duration_s,
-                    iterations, cuda_graph, progress)
+                    iterations, cuda_graph, progress, allow_engine_host_code)
     finally:
         cuda.release()
 
 
 def _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_s, duration_s, iterations,
-         cuda_graph, progress):
+         cuda_graph, progress, allow_engine_host_code):
     runtime = trt.Runtime(get_logger(trt))
-    if manifest and (manifest.get("tensorrt") or {}).get("version_compatible") and \
-            hasattr(runtime, "engine_host_code_allowed"):
+    # Only the user's explicit --allow-engine-host-code: the manifest beside an engine is not to be trusted.
+    if allow_engine_host_code and hasattr(runtime, "engine_host_code_allowed"):
         runtime.engine_host_code_allowed = True
     engine = runtime.deserialize_cuda_engine(data)
     if engine is None:

@@ -13,7 +13,7 @@ import sys
 import click
 
 from .._version import __version__
-from ..errors import EdgeAttnError
+from ..errors import EdgeAttnError, describe_os_error
 
 # name -> (module, attribute, one-line summary shown in `edgeattn --help` without importing the module)
 COMMANDS = {
@@ -23,6 +23,7 @@ COMMANDS = {
     "inspect": ("edgeattn.cli.inspect", "inspect_", "Describe an exported ONNX file."),
     "build": ("edgeattn.cli.build", "build", "Build a TensorRT engine (and its manifest) from ONNX."),
     "bench": ("edgeattn.cli.bench", "bench", "Benchmark an engine or ONNX file: latency distribution, throughput."),
+    "compare": ("edgeattn.cli.compare", "compare", "Compare two models' outputs on the same inputs."),
     "doctor": ("edgeattn.cli.doctor", "doctor", "Report what this machine can do and what is missing."),
     "profiles": ("edgeattn.cli.profiles", "profiles", "List or show board power-mode profiles."),
     "sweep": ("edgeattn.cli.sweep", "sweep", "Benchmark models across a board's power modes."),
@@ -65,6 +66,18 @@ class LazyGroup(click.Group):
             return _unavailable_command(name, summary, error)
         return command
 
+    def invoke(self, ctx):
+        # The one place where an OSError no command anticipated (a read-only or full disk, a permission, a
+        # directory where a file was expected) becomes the CLI's one-line error with exit status 2. Every command's
+        # outputs form one group: a command that fails writes none of them (sweep opts out: its rows must stay).
+        from .._io import all_or_nothing
+
+        try:
+            with all_or_nothing():
+                return super().invoke(ctx)
+        except OSError as error:
+            raise EdgeAttnError(describe_os_error(error))
+
     def format_commands(self, ctx, formatter):
         # Summaries come from COMMANDS so `edgeattn --help` never imports torch or onnx.
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -88,3 +101,6 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("edgeattn: interrupted", err=True)
         sys.exit(130)
+    except OSError as error:  # raised outside a command (e.g. writing the help text to a closed pipe)
+        EdgeAttnError(describe_os_error(error)).show()
+        sys.exit(EdgeAttnError.exit_code)

@@ -13,7 +13,7 @@ def _fmt(stats, unit, digits=2):
 
 
 @click.command(name="power")
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def power(log, as_json):
     """Summarise the tegrastats log LOG (any JetPack 4-7 format): per-rail and total power, energy, GPU load and

@@ -24,35 +24,48 @@ def rooted(root, path):
     return os.path.join(root or "/", path.lstrip("/"))
 
 
+#: Directories searched before the system ones for the board tools (a colon list): the explicit hook the test
+#: fakes use. PATH alone never decides which nvpmodel or jetson_clocks runs as root.
+TOOL_DIRS_ENV = "EDGEATTN_TOOL_DIRS"
+#: Where NVIDIA installs the board tools and the distribution installs sudo and reboot.
+SYSTEM_TOOL_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
 def privileged(args):
     """``args`` prefixed with ``sudo -n`` when needed: nvpmodel -m and every jetson_clocks action need root
     (jetson.md §2.2, §3.1). ``-n`` makes sudo fail at once instead of prompting for a password; stdin is closed
-    anyway."""
+    anyway. sudo itself is resolved like the board tools (system directories before PATH)."""
     mode = (os.environ.get(SUDO_ENV) or "auto").lower()
     if mode == "never":
         return list(args)
+    sudo = find_tool("sudo") or "sudo"
     if mode == "always":
-        return ["sudo", "-n"] + list(args)
+        return [sudo, "-n"] + list(args)
     geteuid = getattr(os, "geteuid", None)
     if geteuid is not None and geteuid() == 0:
         return list(args)
-    return ["sudo", "-n"] + list(args)
+    return [sudo, "-n"] + list(args)
 
 
-def find_tool(name, fallback_dirs=("/usr/sbin", "/usr/bin")):
-    """Absolute path of a board tool: PATH first, then the directories NVIDIA installs them in (nvpmodel is
-    /usr/sbin/nvpmodel, jetson_clocks and tegrastats /usr/bin, jetson.md §2.1, §3.1, §4.1), which an ordinary
-    user's PATH may lack. None when absent. The absolute path is what sudo is given, so sudo runs exactly it."""
+def _executable(candidate):
+    return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+
+
+def find_tool(name, fallback_dirs=SYSTEM_TOOL_DIRS):
+    """Absolute path of a board tool, or None. Order: the directories in ``EDGEATTN_TOOL_DIRS`` (set on purpose,
+    e.g. by the test fakes), then the system directories NVIDIA installs them in (nvpmodel is /usr/sbin/nvpmodel,
+    jetson_clocks and tegrastats /usr/bin, jetson.md §2.1, §3.1, §4.1), and only then PATH, which an ordinary
+    user's shell may extend with writable directories. The absolute path is what sudo is given, so sudo runs
+    exactly it."""
     import shutil
 
-    found = shutil.which(name)
-    if found:
-        return os.path.abspath(found)
-    for directory in fallback_dirs:
+    explicit = [d for d in (os.environ.get(TOOL_DIRS_ENV) or "").split(os.pathsep) if d]
+    for directory in explicit + list(fallback_dirs):
         candidate = os.path.join(directory, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+        if _executable(candidate):
+            return os.path.abspath(candidate)
+    found = shutil.which(name)
+    return os.path.abspath(found) if found else None
 
 
 def resolve_rooted(root, path, max_links=8):

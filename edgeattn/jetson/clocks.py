@@ -6,8 +6,11 @@ existing file prompts on stdin, so a fresh explicit path is always used; ``--res
 JetPack 5/6 ``cpuN:  Online=1 ...`` and ``Active GPU TPCs``, R39 ``Online CPUs: 0-5, Offline CPUs:`` and no
 ``Online=`` per core, several fan line styles, and a final ``NV Power Mode: X`` when nvpmodel exists.
 """
+import contextlib
 import os
 import re
+import stat
+import tempfile
 
 from .._subprocess import run_command
 from ..errors import EdgeAttnError
@@ -170,14 +173,137 @@ def show(timeout=TIMEOUT_S, use_sudo=False):
     return parse_show(result.output)
 
 
-def store(path, timeout=TIMEOUT_S):
-    """``jetson_clocks --store PATH``. An existing PATH is removed first: the script would prompt Y/N on stdin."""
-    path = os.path.abspath(path)
-    if os.path.exists(path):
-        os.unlink(path)
+# --------------------------------------------------------------------------------------------------------------
+# The private clock store
+# --------------------------------------------------------------------------------------------------------------
+#: Overrides where private state (the clock stores) lives; tests point it into their tmp directory.
+STATE_DIR_ENV = "EDGEATTN_STATE_DIR"
+STORE_NAME = "jetson_clocks.orig"
+
+
+def state_dir():
+    """Where edgeattn keeps state that root later reads: ``$EDGEATTN_STATE_DIR``, else /var/lib/edgeattn for
+    root, else ``$XDG_STATE_HOME/edgeattn`` (``~/.local/state/edgeattn``). Never a sweep's output directory:
+    whoever can write that must not choose what ``jetson_clocks --restore`` writes as root."""
+    explicit = os.environ.get(STATE_DIR_ENV)
+    if explicit:
+        return os.path.abspath(explicit)
+    if _euid() == 0:
+        return "/var/lib/edgeattn"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "edgeattn")
+
+
+def _euid():
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid() if geteuid is not None else 0
+
+
+def _private_dir_problem(path, private):
+    """Why ``path`` is not a directory only this user controls (None when it is): a real directory (not a
+    symlink), owned by us, writable by nobody else (``private``: not even readable by others)."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return "{}: {}".format(path, error.strerror or error)
+    if stat.S_ISLNK(info.st_mode):
+        return "{} is a symbolic link".format(path)
+    if not stat.S_ISDIR(info.st_mode):
+        return "{} is not a directory".format(path)
+    if info.st_uid != _euid():
+        return "{} is owned by uid {}, not {}".format(path, info.st_uid, _euid())
+    mask = 0o077 if private else 0o022
+    if stat.S_IMODE(info.st_mode) & mask:
+        return "{} has mode {:04o} (others may {} it)".format(path, stat.S_IMODE(info.st_mode),
+                                                            "read or change" if private else "change")
+    return None
+
+
+def _store_root(create):
+    root = os.path.join(state_dir(), "clocks")
+    if create:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+    root = os.path.realpath(root)
+    problem = _private_dir_problem(root, private=False)
+    if problem:
+        raise EdgeAttnError("the clock-store directory is not safe to use: {}".format(problem))
+    return root
+
+
+def new_store_path():
+    """A fresh path for ``jetson_clocks --store``: ``STORE_NAME`` in a new directory created with mode 0700
+    (``mkdtemp``) under :func:`state_dir`, so nothing (no file, no symlink) can be waiting at that name."""
+    try:
+        directory = tempfile.mkdtemp(prefix="sweep-", dir=_store_root(create=True))
+    except OSError as error:
+        raise EdgeAttnError("cannot create a private directory for the clock store under {}: {}".format(
+            state_dir(), error.strerror or error))
+    return os.path.join(directory, STORE_NAME)
+
+
+def store_problem(path):
+    """Why ``path`` is not a clock store that edgeattn created (None when it is): it must be ``STORE_NAME`` in a
+    0700 directory of ours directly under the clock-store root, a regular file (no symlink, one link) owned by us
+    or root and writable by nobody else. Checked with lstat, component by component."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return "{!r} is not an absolute path".format(path)
+    if os.path.basename(path) != STORE_NAME:
+        return "{} is not named {}".format(path, STORE_NAME)
+    try:
+        root = _store_root(create=False)
+    except EdgeAttnError as error:
+        return error.format_message()
     directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
+    if os.path.dirname(directory) != root:
+        return "{} is not in edgeattn's clock-store directory {}".format(path, root)
+    problem = _private_dir_problem(directory, private=True)
+    if problem:
+        return problem
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return "{}: {}".format(path, error.strerror or error)
+    if stat.S_ISLNK(info.st_mode):
+        return "{} is a symbolic link".format(path)
+    if not stat.S_ISREG(info.st_mode):
+        return "{} is not a regular file".format(path)
+    if info.st_nlink != 1:
+        return "{} has {} hard links".format(path, info.st_nlink)
+    if info.st_uid not in (0, _euid()):
+        return "{} is owned by uid {}".format(path, info.st_uid)
+    if stat.S_IMODE(info.st_mode) & 0o022:
+        return "{} has mode {:04o} (others may change it)".format(path, stat.S_IMODE(info.st_mode))
+    return None
+
+
+def verify_store(path, source=None):
+    """Raise :class:`EdgeAttnError` (one line) unless ``path`` passes :func:`store_problem`; ``source`` names
+    where the path came from (a sweep's resume file)."""
+    problem = store_problem(path)
+    if problem:
+        raise EdgeAttnError("refusing the clock store {}{}: {}; it is not a file edgeattn created, so it is not "
+                            "handed to `jetson_clocks --restore` as root".format(
+                                path, " named in {}".format(source) if source else "", problem))
+    return path
+
+
+def discard_store(path):
+    """Remove a verified clock store and its private directory once the sweep that made it is finished."""
+    if store_problem(path) is not None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
+
+
+def store(path=None, timeout=TIMEOUT_S):
+    """``jetson_clocks --store PATH`` into a fresh private location (:func:`new_store_path` unless ``path`` is
+    given); returns the path. ``path`` must not exist: the script would prompt Y/N, and an existing name (or a
+    dangling symlink) is not something edgeattn created."""
+    path = os.path.abspath(path) if path else new_store_path()
+    if os.path.lexists(path):
+        raise EdgeAttnError("refusing to store the clocks to {}: it already exists (a file or symlink edgeattn did "
+                            "not create)".format(path))
     _run(["--store", path], timeout)
     if not os.path.exists(path):
         raise EdgeAttnError("jetson_clocks --store {} reported success but wrote no file".format(path))
@@ -185,10 +311,12 @@ def store(path, timeout=TIMEOUT_S):
 
 
 def restore(path, timeout=TIMEOUT_S):
-    """``jetson_clocks --restore PATH`` (the file from :func:`store`)."""
+    """``jetson_clocks --restore PATH``: only for a store :func:`verify_store` accepts, because jetson_clocks
+    writes every ``node:value`` line of it as root."""
     path = os.path.abspath(path)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise EdgeAttnError("cannot restore clocks: {} does not exist".format(path))
+    verify_store(path)
     _run(["--restore", path], timeout)
 
 

@@ -126,7 +126,10 @@ def summarise_log_lines(lines):
 
 
 def summarise_log(path):
-    """Summarise a tegrastats log file. EdgeAttnError when it cannot be read; bad lines are only counted."""
+    """Summarise a tegrastats log file. Bad lines are only counted, but a file without a single tegrastats
+    sample (empty, binary, another kind of file) is an EdgeAttnError, as is one that cannot be read."""
+    if os.path.isdir(path):
+        raise EdgeAttnError("{} is a directory, not a tegrastats log".format(path))
     if not os.path.isfile(path):
         raise EdgeAttnError("no such tegrastats log: {}".format(path))
     try:
@@ -134,6 +137,12 @@ def summarise_log(path):
             summary = summarise_log_lines(handle)
     except OSError as error:
         raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
+    if not summary["samples"]:
+        first = summary["unparsed_examples"][0] if summary["unparsed_examples"] else None
+        raise EdgeAttnError("{} holds no tegrastats sample ({}{})".format(
+            path, "empty" if not summary["unparsed_lines"] else "{} line(s), none parsable".format(
+                summary["unparsed_lines"]),
+            "; line {}: {!r}".format(first["line"], first["text"][:60]) if first else ""))
     summary["path"] = os.path.abspath(path)
     return summary
 

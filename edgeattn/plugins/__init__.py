@@ -7,10 +7,15 @@ it once per process (``ctypes.CDLL``; ``tensorrt`` is imported first when instal
 same libnvinfer), and lists the creators TensorRT now knows.
 
 Search order of :func:`find_plugin_library`:
-  1. the ``explicit`` argument (a file, or a directory holding the library);
-  2. the ``EDGEATTN_PLUGIN_LIB`` environment variable (same);
+  1. the ``explicit`` argument (a file, or a directory holding the library): ``--plugins``;
+  2. the ``EDGEATTN_PLUGIN_LIB`` environment variable (same): the board's configured plugin location, which
+     ``deploy/jetson/build_plugins.sh`` tells the user to set;
   3. package data: ``edgeattn/plugins/_lib/`` (this package);
   4. the checkout's build directory ``plugins/build/`` (where ``cmake -S plugins -B plugins/build`` puts it).
+
+Loading a library runs its constructors, so these places are the only ones: nothing read from a data file (an
+engine manifest, a sweep directory) ever becomes a library path. A caller that knows which library it needs
+passes its sha256 and a different file is refused before it is loaded.
 """
 import ctypes
 import os
@@ -180,15 +185,20 @@ def _build_info(handle):
     return raw.decode("utf-8", "replace") if raw else None
 
 
-def load_plugin_library(path=None):
+def load_plugin_library(path=None, expected_sha256=None):
     """Load the plugin library once per process and return a :class:`LoadedPluginLibrary`.
 
     A second call returns the same object. Asking for a *different* library after one is loaded is an error:
-    both would register creators with the same names. Raises :class:`PluginLibraryNotFound` or
-    :class:`EdgeAttnError` (with the dynamic loader's message) when the file cannot be loaded.
+    both would register creators with the same names. With ``expected_sha256`` a file with another hash is
+    refused before it is loaded. Raises :class:`PluginLibraryNotFound` or :class:`EdgeAttnError` (with the
+    dynamic loader's message) when the file cannot be loaded.
     """
     resolved = find_plugin_library(path)
     real = os.path.realpath(resolved)
+    sha256 = sha256_file(resolved)
+    if expected_sha256 and sha256 != expected_sha256:
+        raise EdgeAttnError("plugin library {} has sha256 {}..., not the expected {}...; it was not loaded".format(
+            resolved, sha256[:12], str(expected_sha256)[:12]))
     with _LOCK:
         loaded = _LOADED.get("library")
         if loaded is not None:
@@ -213,7 +223,7 @@ def load_plugin_library(path=None):
             creators, source = _schema_creators(), "schemas"
         loaded = LoadedPluginLibrary(
             path=resolved,
-            sha256=sha256_file(resolved),
+            sha256=sha256,
             creators=creators,
             creators_source=source,
             build_info=_build_info(handle),

@@ -163,7 +163,8 @@ class JetsonController(object):
             raise EdgeAttnError("--clocks max needs jetson_clocks, which is not installed")
 
     def capture_original(self, out_dir, clocks_wanted):
-        """Record the original mode and store the clocks to ``out_dir/jetson_clocks.orig`` (explicit path)."""
+        """Record the original mode and store the clocks in a fresh private directory (never in ``out_dir``:
+        whoever can write the sweep directory must not choose what ``jetson_clocks --restore`` writes as root)."""
         original = {"mode": {"id": self.current.id, "name": self.current.name}, "clocks_store": None,
                     "clocks_locked": None, "clocks_show": None}
         if clocks_io.jetson_clocks_path() is None:
@@ -176,9 +177,8 @@ class JetsonController(object):
             if shown.get("locked"):
                 self.echo("note: clocks were already locked (jetson_clocks ran before this sweep); they will be "
                           "locked again when restored")
-        path = os.path.join(os.path.abspath(out_dir), "jetson_clocks.orig")
         try:
-            original["clocks_store"] = clocks_io.store(path)
+            original["clocks_store"] = clocks_io.store()
         except EdgeAttnError as error:
             if clocks_wanted == "max":
                 raise EdgeAttnError("cannot store the current clocks before locking them: {}".format(error))
@@ -300,6 +300,10 @@ class JetsonController(object):
                     report["clocks"] = {"ok": True, "detail": "jetson_clocks --restore {}".format(store)}
             except Exception as error:
                 report["clocks"] = {"ok": False, "detail": "jetson_clocks --restore failed: {}".format(error)}
+            if final and report["clocks"]["ok"]:
+                # finished: nothing will restore from it again, and the resume file must not name a deleted path
+                clocks_io.discard_store(store)
+                original["clocks_store"] = None
         elif report["clocks"]["ok"] is None:
             report["clocks"] = {"ok": not self.clocks_locked_by_us,
                                 "detail": "no stored clocks (jetson_clocks unavailable or not stored)"}

@@ -125,7 +125,7 @@ class ResultStore(object):
         """Load the rows of a previous run of this directory (for --resume); returns how many were loaded."""
         if not os.path.exists(self.json_path):
             return 0
-        data = load_results(self.out_dir)
+        data = validate_results(load_results(self.out_dir), self.json_path, ROW_FIELDS + RESUME_FIELDS)
         self.rows = list(data.get("rows", []))
         self.skipped = list(data.get("skipped", []))
         self.notes = list(data.get("notes", []))
@@ -170,10 +170,100 @@ def _json_default(value):
     return str(value)
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+        and value not in (float("inf"), float("-inf"))
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+def _numbers_dict(value):
+    return isinstance(value, dict) and all(v is None or _is_number(v) for v in value.values())
+
+
+def _power(value):
+    return isinstance(value, dict) and all(value.get(key) is None or _is_number(value[key])
+                                           for key in ("total_w", "samples")) \
+        and (value.get("rails_w") is None or _numbers_dict(value["rails_w"]))
+
+
+#: What report relies on in each row: (field, required, check, what it must be). Optional fields are checked
+#: when present; other fields are kept as they are.
+ROW_FIELDS = (
+    ("model", True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    ("mode_id", True, _is_int, "an integer"),
+    ("precision", True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    ("repeat", True, lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    ("throughput_items_per_s", True, lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    ("mode_name", False, _optional(lambda v: isinstance(v, str)), "a string"),
+    ("threads", False, _optional(_is_int), "an integer or null"),
+    ("mode_threads", False, _optional(_is_int), "an integer or null"),
+    ("mode_budget_w", False, _optional(_is_number), "a number or null"),
+    ("latency_ms", False, _optional(_numbers_dict), "an object of numbers or null"),
+    ("power", False, _optional(_power), "a power record or null"),
+    ("energy_per_item_j", False, _optional(_is_number), "a number or null"),
+    ("items_per_s_per_w", False, _optional(_is_number), "a number or null"),
+    ("throttled", False, _optional(lambda v: isinstance(v, bool)), "true, false or null"),
+)
+#: What --resume needs on top (the identity of a measurement, :func:`row_key`).
+RESUME_FIELDS = (
+    ("model_key", True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    ("precision_requested", True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+)
+
+
+def row_problem(row, fields=ROW_FIELDS):
+    """Why a result row cannot be used (None when it can): the first field that is missing or of the wrong kind."""
+    if not isinstance(row, dict):
+        return "is a JSON {}, not an object".format(type(row).__name__)
+    for field, required, check, what in fields:
+        if field not in row:
+            if required:
+                return "has no {!r}".format(field)
+            continue
+        if not check(row[field]):
+            return "{!r} must be {}, got {!r}".format(field, what, row[field])
+    return None
+
+
+def validate_results(data, path, fields=ROW_FIELDS):
+    """Check what a results file holds before anything uses it; EdgeAttnError naming the first bad row."""
+    rows = data.get("rows")
+    if not isinstance(rows, list):
+        raise EdgeAttnError("{}: 'rows' must be a list, got {!r}".format(path, type(rows).__name__))
+    for index, row in enumerate(rows, 1):
+        problem = row_problem(row, fields)
+        if problem:
+            label = ""
+            if isinstance(row, dict):
+                label = " (model {!r}, mode {!r}, repeat {!r})".format(row.get("model"), row.get("mode_id"),
+                                                                      row.get("repeat"))
+            raise EdgeAttnError("{}: result row {}{} {}".format(path, index, label, problem))
+    for key in ("skipped", "notes"):
+        if not isinstance(data.get(key, []), list):
+            raise EdgeAttnError("{}: {!r} must be a list".format(path, key))
+    for index, entry in enumerate(data.get("skipped") or [], 1):
+        if not (isinstance(entry, dict) and _is_int(entry.get("mode_id")) and isinstance(entry.get("reason"), str)):
+            raise EdgeAttnError("{}: skipped entry {} must have an integer 'mode_id' and a 'reason'".format(
+                path, index))
+    if not isinstance(data.get("sweep") or {}, dict):
+        raise EdgeAttnError("{}: 'sweep' must be an object".format(path))
+    return data
+
+
 def load_results(out_dir):
-    """Read ``out_dir/results.json``; EdgeAttnError when missing or not a sweep result."""
+    """Read ``out_dir/results.json``; EdgeAttnError when missing, not a sweep result, or holding a malformed row
+    (the message names the row)."""
     path = out_dir if out_dir.endswith(".json") else os.path.join(out_dir, RESULTS_JSON)
     if not os.path.isfile(path):
+        if os.path.lexists(out_dir) and not os.path.isdir(out_dir) and not out_dir.endswith(".json"):
+            raise EdgeAttnError("{} is not a sweep directory".format(out_dir))
         raise EdgeAttnError("no sweep results at {} (run `edgeattn sweep ... -o DIR` first)".format(path))
     try:
         with open(path, "r", encoding="utf-8") as handle:
@@ -183,4 +273,4 @@ def load_results(out_dir):
     if not isinstance(data, dict) or data.get("schema") != RESULTS_SCHEMA:
         raise EdgeAttnError("{} is not an edgeattn sweep result (schema {!r})".format(
             path, data.get("schema") if isinstance(data, dict) else None))
-    return data
+    return validate_results(data, path)

@@ -1,5 +1,6 @@
 """`edgeattn build` and `edgeattn bench` on the trtexec backend, against fake trtexec installs of TensorRT 8.2,
 8.6 and 10.x."""
+import hashlib
 import json
 import os
 import re
@@ -63,7 +64,8 @@ def test_bench_engine_samples_come_from_the_export(fake_trtexec, tmp_path, write
 
 @pytest.mark.parametrize("version,flag", [("8.2.1", "--plugins="), ("8.6.2", "--staticPlugins="),
                                           ("10.3.0", "--staticPlugins=")])
-def test_build_with_plugins_and_manifest(fake_trtexec, tmp_path, write_model, plugins_stub, no_jetson, version, flag):
+def test_build_with_plugins_and_manifest(fake_trtexec, tmp_path, write_model, plugins_stub, no_jetson, version, flag,
+                                        monkeypatch):
     trtexec = fake_trtexec(version)
     library = write_plugin_library(tmp_path / "libedgeattn_plugins.so")
     model = write_model(matmul_model(features=8, with_custom=True, with_function=True))
@@ -78,16 +80,22 @@ def test_build_with_plugins_and_manifest(fake_trtexec, tmp_path, write_model, pl
     # The plugin, not an inlined function, must carry the op: functions stripped for TensorRT < 10.7.
     assert header["plugins"] == [list(EDGEATTN_CREATOR)] and header["local_functions"] == 0
     assert manifest["source_onnx"]["variant"] == "local-functions-stripped"
-    assert manifest["plugins"]["path"] == os.path.abspath(library)
+    # the manifest names the library (name, sha256) and never records a path that could be loaded later
+    assert "path" not in manifest["plugins"] and manifest["plugins"]["name"] == "libedgeattn_plugins.so"
     assert manifest["plugins"]["creators"] == [{"name": "EdgeAttnLiteMLA", "version": "1", "namespace": "edgeattn"}]
-    assert len(manifest["plugins"]["sha256"]) == 64
+    assert manifest["plugins"]["sha256"] == hashlib.sha256(open(library, "rb").read()).hexdigest()
     assert manifest["custom_ops"][0]["op_type"] == "EdgeAttnLiteMLA"
     assert manifest["profiles"] == [{"inputs": {"x": {"min": [1, 8], "opt": [2, 8], "max": [8, 8]}}}]
     assert manifest["device"] == {"name": "Orin", "compute_capability": "8.7"}
     assert sorted(os.listdir(str(tmp_path / "out"))) == ["m.engine", "m.engine.json"]  # no temp files left
     on_disk = json.load(open(engine + ".json"))
     assert on_disk == json.loads(json.dumps(manifest))
-    # The engine runs with the plugin library taken from the manifest.
+    # The engine runs with the library given explicitly, or found by the usual search (EDGEATTN_PLUGIN_LIB here),
+    # once its sha256 matches the one the manifest names.
+    result = run_benchmark(engine, backend="trtexec", trtexec=trtexec, batch=2, warmup_s=0.01, iterations=12,
+                           plugins=library)
+    assert result["trtexec"]["plugins"]["path"] == os.path.abspath(library)
+    monkeypatch.setenv("EDGEATTN_PLUGIN_LIB", library)
     result = run_benchmark(engine, backend="trtexec", trtexec=trtexec, batch=2, warmup_s=0.01, iterations=12)
     assert result["trtexec"]["plugins"]["path"] == os.path.abspath(library)
 
@@ -125,7 +133,7 @@ def test_plugin_library_is_required_for_custom_ops(fake_trtexec, tmp_path, write
     library = write_plugin_library(tmp_path / "lib.so")
     manifest = build_engine(model, str(tmp_path / "m.engine"), plugins=library, backend="trtexec",
                             trtexec=fake_trtexec("8.6.2"))
-    assert manifest["plugins"]["creators"] is None and manifest["plugins"]["path"] == os.path.abspath(library)
+    assert manifest["plugins"]["creators"] is None and manifest["plugins"]["name"] == "lib.so"
 
 
 def test_version_mismatch_on_engine_load_without_manifest(fake_trtexec, tmp_path, write_model):

@@ -1,5 +1,6 @@
 """jetson_clocks: --show parser on the captures of jetson.md §3.2, store/restore/lock against the fake."""
 import os
+import stat
 
 import pytest
 
@@ -76,22 +77,68 @@ def test_show_needs_root(fake_board, monkeypatch):
 
 def test_store_lock_restore_round_trip(fake_board, tmp_path):
     board = fake_board("agx-orin-64gb", fan_pwm=77)
-    stored = clocks.store(str(tmp_path / "orig.conf"))
+    stored = clocks.store()
     clocks.lock()
     assert clocks.show(use_sudo=True)["locked"] is True and board.state()["locked"] is True
     clocks.restore(stored)
     assert board.state()["locked"] is False and board.state()["fan_pwm"] == 77
+    assert board.state()["restored_from"] == stored
     assert all(call["root"] for call in board.calls("jetson_clocks"))
     assert all(call["argv"][-2] == "--store" or "--store" not in call["argv"] for call in board.calls("sudo"))
 
 
-def test_store_over_an_existing_file_never_prompts(fake_board, tmp_path):
+def test_store_goes_to_a_fresh_private_directory(fake_board):
+    board = fake_board("nano-4gb")
+    first, second = clocks.store(), clocks.store()
+    assert first != second and os.path.basename(first) == clocks.STORE_NAME
+    root = os.path.realpath(os.path.join(board.base, "edgeattn-state", "clocks"))
+    for path in (first, second):
+        assert os.path.dirname(os.path.dirname(path)) == root
+        assert stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+        assert clocks.store_problem(path) is None
+    # the store never prompted: the name was new in a directory nobody else can write
+    assert all(call["stdin"] is None for call in board.calls("jetson_clocks"))
+    clocks.discard_store(first)
+    assert not os.path.exists(os.path.dirname(first)) and os.path.exists(second)
+
+
+def test_store_refuses_an_existing_name(fake_board, tmp_path):
     board = fake_board("nano-4gb")
     target = tmp_path / "orig.conf"
     target.write_text("stale\n")
-    clocks.store(str(target))
-    assert "stale" not in target.read_text()
-    assert all(call["stdin"] is None for call in board.calls("jetson_clocks"))
+    with pytest.raises(EdgeAttnError, match="already exists"):
+        clocks.store(str(target))
+    dangling = tmp_path / "dangling"
+    os.symlink(str(tmp_path / "victim"), str(dangling))
+    with pytest.raises(EdgeAttnError, match="already exists"):
+        clocks.store(str(dangling))
+    assert target.read_text() == "stale\n" and not (tmp_path / "victim").exists()
+    assert board.calls("jetson_clocks") == []
+
+
+def test_restore_only_takes_a_store_edgeattn_created(fake_board, tmp_path):
+    board = fake_board("nano-4gb")
+    planted = tmp_path / clocks.STORE_NAME
+    planted.write_text("/etc/victim:1\n")
+    with pytest.raises(EdgeAttnError, match="clock-store directory .*No such file"):
+        clocks.restore(str(planted))  # no store was ever made here
+    good = clocks.store()
+    with pytest.raises(EdgeAttnError, match="not in edgeattn's clock-store directory") as caught:
+        clocks.restore(str(planted))
+    assert "\n" not in caught.value.format_message()
+    os.chmod(good, 0o666)  # writable by others: anyone could have rewritten its lines
+    with pytest.raises(EdgeAttnError, match="others may change it"):
+        clocks.restore(good)
+    os.chmod(good, 0o644)
+    os.chmod(os.path.dirname(good), 0o755)
+    with pytest.raises(EdgeAttnError, match="mode 0755"):
+        clocks.restore(good)
+    os.chmod(os.path.dirname(good), 0o700)
+    os.unlink(good)
+    os.symlink(str(planted), good)
+    with pytest.raises(EdgeAttnError, match="symbolic link"):
+        clocks.restore(good)
+    assert [c for c in board.calls("jetson_clocks") if "--restore" in c["argv"]] == []
 
 
 def test_restore_of_a_missing_file_and_non_root_errors(fake_board, tmp_path, monkeypatch):

@@ -194,7 +194,7 @@ def test_misconfigured_board_reports_why(fake_board, tmp_path, monkeypatch):
     script = tmp_path / "nvpmodel"
     script.write_text("#!/bin/sh\necho 'NVPM WARN: power mode is not set!'\n")
     os.chmod(str(script), 0o755)
-    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("EDGEATTN_TOOL_DIRS", str(tmp_path))  # looked in before the system dirs and PATH
     assert nvpmodel.query_mode() is None
     with pytest.raises(EdgeAttnError, match="power mode is not set"):
         nvpmodel.current_mode()

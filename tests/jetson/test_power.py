@@ -69,7 +69,12 @@ def test_cli_power_text_and_json(invoke, tmp_path):
 def test_cli_power_bad_input(invoke, tmp_path):
     result = invoke(["power", str(tmp_path / "missing.log")], expect=2)
     assert "no such tegrastats log" in result.stderr
-    empty = tmp_path / "junk.log"
-    empty.write_text("junk\nmore junk\n")
-    result = invoke(["power", str(empty), "--json"], expect=0)
-    assert json.loads(result.stdout)["unparsed_lines"] == 2
+    junk = tmp_path / "junk.log"
+    junk.write_text("junk\nmore junk\n")
+    result = invoke(["power", str(junk), "--json"], expect=2)
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    assert "holds no tegrastats sample (2 line(s), none parsable; line 1: 'junk')" in result.stderr
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    assert "holds no tegrastats sample (empty)" in invoke(["power", str(empty)], expect=2).stderr
+    assert "is a directory" in invoke(["power", str(tmp_path)], expect=2).stderr

@@ -36,10 +36,15 @@ class FakeBoard(object):
         path = os.pathsep.join(FAKE_TOOL_DIRS + [python_dir, os.environ.get("PATH", "/usr/bin:/bin")])
         self.env = {
             "PATH": path,
+            # edgeattn looks in the system directories before PATH; this is the explicit hook for the fakes
+            "EDGEATTN_TOOL_DIRS": os.pathsep.join(FAKE_TOOL_DIRS),
             "FAKE_JETSON_STATE": self.state_dir,
             "FAKE_JETSON_BOARD": name,
             "EDGEATTN_JETSON_ROOT": self.root,
             "EDGEATTN_SUDO": "always",
+            # private clock stores and the per-board lock live under the test's directory, not ~ or /run/lock
+            "EDGEATTN_STATE_DIR": os.path.join(self.base, "edgeattn-state"),
+            "EDGEATTN_LOCK_DIR": os.path.join(self.base, "locks"),
         }
 
     def _write_root(self, with_conf):

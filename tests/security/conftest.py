@@ -1,0 +1,3 @@
+"""Fixtures for the security and bad-input tests (helpers live in security_support.py)."""
+from jetson_support import fake_board  # noqa: F401  (pytest fixture)
+from security_support import place  # noqa: F401  (pytest fixture)

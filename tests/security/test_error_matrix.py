@@ -1,0 +1,239 @@
+"""The bad-input matrix: every command that takes a file, given a missing, empty, random, truncated, wrong-kind
+or directory input, or a read-only or full destination, prints one `edgeattn: error:` line naming the file,
+exits with status 2 and leaves nothing behind."""
+import json
+import os
+import random
+import shutil
+
+import pytest
+
+from bench_helpers import install_trtexec, matmul_model
+from jetson_support import capture
+from security_support import one_error_line
+from edgeattn.sweep.results import ResultStore
+
+INPUT_KINDS = ["missing", "empty", "random", "truncated", "wrong-kind", "directory"]
+
+
+def _random_bytes(size=4096, seed=0):
+    rng = random.Random(seed)
+    return bytes(rng.getrandbits(8) for _ in range(size))
+
+
+def _results_store(directory):
+    """A small but complete sweep result (two models, one mode, two repeats) as `edgeattn sweep` writes it."""
+    store = ResultStore(str(directory), context={"profile": "host-cpu", "profile_kind": "host-cpu",
+                                                 "options": {"repeats": 2}})
+    for model, fps in (("m1", 10.0), ("m2", 20.0)):
+        for repeat in (1, 2):
+            latency = 1000.0 / fps
+            store.rows.append({
+                "model": model, "model_key": "/models/{}.onnx".format(model), "model_path": "/models/x.onnx",
+                "precision": "fp32", "precision_requested": "fp32", "mode_id": 1, "mode_name": "1 thread",
+                "mode_budget_w": None, "mode_threads": 1, "threads": 1, "repeat": repeat, "backend": "onnxruntime",
+                "throughput_items_per_s": fps + repeat, "latency_ms": {"mean": latency, "std": 0.0},
+                "power": None, "energy_per_item_j": None, "items_per_s_per_w": None, "throttled": None,
+                "window": {"start_unix": 1.0, "end_unix": 2.0}})
+    store.status = "complete"
+    store.save()
+    return store.json_path
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    """One valid input of each kind the commands read."""
+    base = tmp_path_factory.mktemp("good")
+    files = {}
+    files["onnx"] = str(base / "good.onnx")
+    with open(files["onnx"], "wb") as handle:
+        handle.write(matmul_model(features=8))
+    files["log"] = str(base / "tegrastats.log")
+    with open(files["log"], "w") as handle:
+        handle.write(capture("tegrastats/orin_nano_super_jp62.log"))
+    sweep = base / "sweep"
+    sweep.mkdir()
+    files["results"] = _results_store(sweep)
+    files["profile"] = str(base / "profile.yaml")
+    from edgeattn.profiles import profile_dir
+
+    shutil.copy(os.path.join(profile_dir(), "host-cpu.yaml"), files["profile"])
+    files["trtexec"] = install_trtexec(base / "trt", "10.3.0")
+    return files
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    pytest.importorskip("torch")
+    from edgeattn import save_checkpoint
+    from edgeattn.models import create_model
+
+    path = str(tmp_path_factory.mktemp("ckpt") / "vit.pt")
+    save_checkpoint(create_model("vit_tiny_softmax"), path)
+    return path
+
+
+def _make_input(kind, valid, wrong, where, name, cut=None):
+    """Write a bad input of ``kind`` at ``where/name``: derived from the ``valid`` file (truncated to ``cut``
+    bytes, else half), or ``wrong`` (a valid file of another kind)."""
+    path = os.path.join(str(where), name)
+    if kind == "missing":
+        return path
+    if kind == "directory":
+        os.makedirs(path)
+        return path
+    with open(valid, "rb") as handle:
+        data = handle.read()
+    content = {"empty": b"", "random": _random_bytes(),
+               "truncated": data[: len(data) // 2 if cut is None else cut]}.get(kind)
+    if kind == "wrong-kind":
+        with open(wrong, "rb") as handle:
+            content = handle.read()
+    with open(path, "wb") as handle:
+        handle.write(content)
+    return path
+
+
+def _case(command, kind, tmp_path, good, checkpoint=None):
+    """(argv, the input path, the output path that must not appear) for one command and one kind of input."""
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    if command == "export":
+        source = _make_input(kind, checkpoint, good["onnx"], inputs, "model.pt")
+        return ["export", source, "-o", str(out / "x.onnx"), "--no-check"], source, out
+    if command == "power":
+        # tegrastats logs are line records: one cut after complete lines is still a log (see the test below),
+        # one cut inside the first timestamp holds no sample at all
+        source = _make_input(kind, good["log"], good["onnx"], inputs, "tegrastats.log", cut=15)
+        return ["power", source], source, out
+    if command == "profiles":
+        source = _make_input(kind, good["profile"], good["results"], inputs, "board.yaml")
+        return ["profiles", source], source, out
+    if command == "report":
+        sweep = inputs / "sweep"
+        if kind != "missing":
+            sweep.mkdir()
+            bench_record = json.dumps({"schema": "edgeattn.bench/1", "latency_ms": {}}).encode()
+            wrong = inputs / "bench.json"
+            wrong.write_bytes(bench_record)
+            _make_input(kind, good["results"], str(wrong), sweep, "results.json")
+        return ["report", str(sweep)], str(sweep), sweep / "report.md"
+    source = _make_input(kind, good["onnx"], good["log"], inputs, "model.onnx")
+    argv = {
+        "inspect": ["inspect", source],
+        "build": ["build", source, "--backend", "trtexec", "--trtexec", good["trtexec"], "-o", str(out / "x.engine")],
+        "bench": ["bench", source, "--iterations", "2", "--warmup-s", "0", "--json", str(out / "b.json")],
+        "sweep": ["sweep", source, "--profile", "host-cpu", "--modes", "1", "--repeats", "1", "--duration-s", "0.05",
+                  "--warmup-s", "0", "-o", str(out / "sweep")],
+    }[command]
+    return argv, source, out
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+@pytest.mark.parametrize("command", ["export", "inspect", "build", "bench", "sweep", "power", "report", "profiles"])
+def test_bad_input_is_one_line_and_leaves_nothing(invoke, tmp_path, good, command, kind, request, monkeypatch):
+    if command == "export":
+        ckpt = request.getfixturevalue("checkpoint")
+    else:
+        ckpt = None
+    monkeypatch.chdir(str(tmp_path))
+    argv, source, must_not_exist = _case(command, kind, tmp_path, good, ckpt)
+    before = sorted(os.listdir(str(tmp_path / "in")))
+    line = one_error_line(invoke(argv))
+    # the message names the file it is about (as given, or the results.json inside a sweep directory)
+    assert os.path.basename(source.rstrip("/")) in line, line
+    assert not os.path.exists(str(must_not_exist))
+    assert sorted(os.listdir(str(tmp_path / "in"))) == before
+
+
+def test_power_summarises_the_complete_lines_of_a_cut_log(invoke, tmp_path, good):
+    with open(good["log"]) as handle:
+        text = handle.read()
+    first, second = text.splitlines()[:2]
+    log = tmp_path / "cut.log"
+    log.write_text(first + "\n" + second[: len(second) // 3])
+    data = json.loads(invoke(["power", str(log), "--json"], expect=0).stdout)
+    assert data["samples"] >= 1 and data["rails_w"]["VDD_IN"]["max"] == 5.251
+
+
+def test_report_names_the_malformed_row(invoke, tmp_path, good):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    with open(good["results"]) as handle:
+        data = json.load(handle)
+    data["rows"][2]["throughput_items_per_s"] = "fast"
+    (sweep / "results.json").write_text(json.dumps(data))
+    line = one_error_line(invoke(["report", str(sweep)]))
+    assert line.endswith("results.json: result row 3 (model 'm2', mode 1, repeat 1) 'throughput_items_per_s' must "
+                         "be a number >= 0, got 'fast'")
+    del data["rows"][0]["mode_id"]
+    (sweep / "results.json").write_text(json.dumps(data))
+    assert "result row 1 (model 'm1', mode None, repeat 1) has no 'mode_id'" in one_error_line(
+        invoke(["report", str(sweep)]))
+    data["rows"][0] = ["not", "a", "row"]
+    (sweep / "results.json").write_text(json.dumps(data))
+    assert "result row 1 is a JSON list, not an object" in one_error_line(invoke(["report", str(sweep)]))
+    assert sorted(os.listdir(str(sweep))) == ["results.json"]
+
+
+# -- destinations that cannot be written ---------------------------------------------------------------------------
+def _output_case(command, place, tmp_path, good, checkpoint=None):
+    """(argv, the destination the message must name, files that must not exist afterwards)."""
+    if command == "export":
+        return (["export", "--arch", "vit_tiny_softmax", "--no-check", "-o", place.join("x.onnx")],
+                place.join("x.onnx"), [])
+    if command == "export-summary":
+        # the ONNX is fine; its summary cannot be written, so neither may stay
+        return (["export", "--arch", "vit_tiny_softmax", "--no-check", "-o", str(tmp_path / "x.onnx"),
+                 "--summary-json", place.join("summary.json")], place.join("summary.json"), [tmp_path / "x.onnx"])
+    if command == "build":
+        return (["build", good["onnx"], "--backend", "trtexec", "--trtexec", good["trtexec"], "-o",
+                 place.join("x.engine")], place.join("x.engine"), [])
+    if command == "bench":
+        return (["bench", good["onnx"], "--iterations", "2", "--warmup-s", "0", "--json", place.join("b.json")],
+                place.join("b.json"), [])
+    if command == "sweep":
+        return (["sweep", good["onnx"], "--profile", "host-cpu", "--modes", "1", "--repeats", "1", "--duration-s",
+                 "0.05", "--warmup-s", "0", "-o", place.join("sweep")], place.join("sweep"), [])
+    if command == "report":
+        shutil.copy(good["results"], place.join("results.json"))
+        return ["report", place.path], place.path, []
+    raise AssertionError(command)
+
+
+OUTPUT_COMMANDS = ["export", "export-summary", "build", "bench", "sweep", "report"]
+
+
+@pytest.mark.parametrize("how", ["read-only", "disk-full", "directory-in-the-way"])
+@pytest.mark.parametrize("command", OUTPUT_COMMANDS)
+def test_unwritable_destination_is_one_line_and_leaves_nothing(invoke, tmp_path, good, place, command, how, request,
+                                                              monkeypatch):
+    if command.startswith("export"):
+        pytest.importorskip("torch")
+    if command == "bench":
+        pytest.importorskip("onnxruntime")
+    monkeypatch.chdir(str(tmp_path))
+    target = place("dest")
+    argv, named, not_left = _output_case(command, target, tmp_path, good)
+    if how == "directory-in-the-way":
+        # a directory where the output file goes (for a sweep: a file where its directory goes)
+        named = os.path.join(named, "report.md") if command == "report" else named
+        if command == "sweep":
+            open(named, "w").close()
+        else:
+            os.mkdir(named)
+    before = target.listing()
+    if how == "read-only":
+        target.freeze()
+    elif how == "disk-full":
+        target.fill()
+    line = one_error_line(invoke(argv), progress_allowed=True)
+    # trtexec writes the engine itself: on a full disk it is trtexec that fails, and its reason is reported
+    assert named in line or (command == "build" and line.startswith("edgeattn: error: trtexec ")), line
+    reason = {"read-only": "Read-only file system" if target.real else "Permission denied",
+              "disk-full": "No space left on device",
+              "directory-in-the-way": "exists and is not a directory" if command == "sweep" else "Is a directory"}[how]
+    assert line.endswith(reason), line
+    assert [p for p in target.listing() if p != ".filler"] == before
+    for path in not_left:
+        assert not os.path.exists(str(path))
