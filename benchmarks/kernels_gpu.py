@@ -1,26 +1,46 @@
 #!/usr/bin/env python3
-"""Latency of the edgeattn CUDA kernels against torch SDPA (flash) and the PyTorch decomposition; JSON out.
+"""Like-with-like GPU benchmark of the edgeattn CUDA kernels (issue 12 item 4): each kernel against the best PyTorch
+implementation of the *same* math on the same GPU; JSON out.
 
-For each token count N (default 3136, 9216, 16384, 65536 = 56^2, 96^2, 128^2, 256^2) and dtype (FP32, FP16):
-  elfatt_core        ELFATT attention core = EFFATT on half the channels + blockify (7x7 windows) on the other half
-  efficient_attention, blockify_attention, lite_mla (ReLU), lite_mla_qt, soft_kernel_attention (M = 49 landmarks)
-each through the C ABI (libedgeattn_kernels.so via ctypes), the same op as the PyTorch decomposition
-(edgeattn.ops functional cores), and full softmax attention with torch.nn.functional.scaled_dot_product_attention
-(FLASH_ATTENTION backend for FP16; FP32 uses whatever SDPA picks) on the same (B, heads, N, d).
-Timing: CUDA events around `--iters` launches after `--warmup`, median of `--repeats` such runs.
-Bandwidth: compulsory bytes (inputs read once + output written once) / kernel time, against the device's peak
-(2 x memory clock x bus width, from the CUDA driver; override with --peak-gbps).
+Cases: the CSWin-T24181 stage shapes at 224, 384 and 512 (maps res/4, res/8, res/16, res/32; channels 64/128/256/
+512, heads 2/4/8/16; the ELFATT branches get half of each; windows = the model's defaults: stage-4 side for
+stages 1, 2, 4 and stage-3 side for stage 3, i.e. 7-7-14-7 / 12-12-24-12 / 16-16-32-16), batch 1 and 64, FP16 and
+FP32 (PyTorch with TF32 off and on; the edgeattn FP32 kernels never use TF32):
 
-Targets on an H100 (issue 5): ELFATT core FP16 >= 2x SDPA at N = 3136 and >= 10x at N = 65536; the linear-head
-passes reach >= 50% of peak memory bandwidth. Needs a CUDA GPU, torch with CUDA, and a built kernels library
-(--library, $EDGEATTN_KERNELS_LIB, or plugins/build/libedgeattn_kernels.so).
+  blockify_attention   ELFATT local branch. edgeattn scalar kernels and tensor-core kernels (each forced with
+                       edgeattn_set_kernel_path), against torch scaled_dot_product_attention over the windows as
+                       one batch (B * windows, heads, ws^2, d) with the flash and the efficient backends (FP32:
+                       efficient and math; flash has no FP32). No LePE on either side.
+  efficient_attention  ELFATT global branch. Against its cuBLAS bmm decomposition in the input dtype: two softmaxes,
+                       context = k_hat^T v, out = q_hat context (torch.bmm on (B * heads, N, d)).
+  lite_mla, lite_mla_qt  The full stage width in groups of 32. ReLU against its bmm decomposition (v padded with a
+                       row of ones, vk = v_pad relu(k)^T, out = vk relu(q), num / den in FP32); QT against the
+                       edgeattn.ops reference (FP32 internally: there is no cheaper same-math PyTorch form).
+  soft_kernel_attention  The full stage width, SOFT's landmark grids (8x8 .. 1x1 strides per stage), 20 Newton
+                       steps. Against its PyTorch reference (edgeattn.ops.soft_kernel_attention).
+  elfatt_core          Issue 5's target: EFFATT on C/2 + blockify (7x7) on C/2 vs full softmax attention (SDPA,
+                       flash) at N = 3136 and 65536, C = 64, 2 heads.
 
-    python benchmarks/kernels_gpu.py --out runs/kernels_gpu.json
+Timing: CUDA events around --iters calls after --warmup, median of --repeats. Each result has latency, TFLOP/s
+(FLOPs of the math itself: blockify 4 B h W T^2 d for W windows of T tokens, ...) and GB/s (inputs read once +
+output written once) against the device's peaks: dense FP16 tensor and FP32 FMA throughput from SM count x clock x
+per-SM rate by compute capability (an estimate; --peak-tflops overrides), memory bandwidth from the driver
+(--peak-gbps overrides). The JSON holds the device (name, capability, SMs, clocks), driver, CUDA, torch versions,
+the kernels library's build line, every result, each edgeattn result's speedup over the same-math PyTorch
+baselines, and the issue's targets evaluated on an H100 (`targets`, null where not measured).
+
+Needs a CUDA GPU, torch with CUDA and a built kernels library (--library, $EDGEATTN_KERNELS_LIB, or
+plugins/build/libedgeattn_kernels.so). Importing this module needs neither (tests/plugins/test_kernels_gpu_benchmark.py
+checks the tables, formulas and the same-math decompositions on the CPU).
+
+    python benchmarks/kernels_gpu.py --json runs/kernels_gpu.json
+    python benchmarks/kernels_gpu.py --resolutions 224 --batches 64 --ops blockify_attention --dtypes float16
 """
 import argparse
 import ctypes
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -30,59 +50,219 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-DEFAULT_TOKENS = (3136, 9216, 16384, 65536)
-CHANNELS = 64       # CSWin-T24181 stage-1 width: 2 heads of 32
-HEADS = 2
-HEAD_DIM = CHANNELS // HEADS
-WINDOW = 7
-SOFT_LANDMARKS = 49
+PROGRAM = "kernels_gpu.py"
+RESOLUTIONS = (224, 384, 512)
+BATCHES = (1, 64)
+OPS = ("blockify_attention", "efficient_attention", "lite_mla", "lite_mla_qt", "soft_kernel_attention",
+       "elfatt_core")
+DTYPES = ("float16", "float32")
+#: CSWin-T24181 per stage: channels, heads (the ELFATT branches take half of each)
+CSWIN_T24181 = ((64, 2), (128, 4), (256, 8), (512, 16))
+LITE_MLA_HEAD_DIM = 32
+SOFT_STRIDES = (8, 4, 2, 1)
+SOFT_NEWTON_ITERS = 20
+ELFATT_CORE_TOKENS = (3136, 65536)
+ELFATT_CORE_CHANNELS, ELFATT_CORE_HEADS, ELFATT_CORE_WINDOW = 64, 2, 7
+#: dense FP16 tensor-core FMAs (FP32 accumulate) per SM per clock, and FP32 FMAs per SM per clock, by compute
+#: capability (A100/Orin: 1024, H100: 2048; GA10x/AD10x GeForce parts run FP32-accumulate at 256; L4/L40 at 512)
+TENSOR_FMA_PER_SM_CLOCK = {70: 512, 72: 512, 75: 512, 80: 1024, 86: 256, 87: 1024, 89: 512, 90: 2048}
+FP32_FMA_PER_SM_CLOCK = {70: 64, 72: 64, 75: 64, 80: 64, 86: 128, 87: 128, 89: 128, 90: 128}
+#: issue 12's targets on an H100 (and issue 5's ELFATT-core targets)
+TARGETS = {"min_speedup_fp16_batch64": 1.0, "blockify_tensor_fraction_512_batch64": 0.25,
+           "linear_bandwidth_fraction": 0.60, "elfatt_core_speedup": {3136: 2.0, 65536: 10.0}}
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class UsageError(Exception):
+    """Bad arguments or an unusable machine: one line on stderr, exit status 2."""
+
+
+# ---- arguments -------------------------------------------------------------------------------------------------------
+def _positive_ints(text):
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("{!r} is not a comma-separated list of integers".format(text))
+    if not values or any(value <= 0 for value in values):
+        raise argparse.ArgumentTypeError("{!r}: need positive integers".format(text))
+    return tuple(values)
+
+
+def _choices(allowed):
+    def parse(text):
+        values = tuple(part.strip() for part in text.split(",") if part.strip())
+        unknown = [value for value in values if value not in allowed]
+        if not values or unknown:
+            raise argparse.ArgumentTypeError("{!r}: choose from {}".format(text, ", ".join(allowed)))
+        return values
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_args(argv=None):
+    parser = _Parser(prog=PROGRAM, description=__doc__.split("\n")[0])
     parser.add_argument("--library", default=None, help="libedgeattn_kernels.so (or libedgeattn_plugins.so)")
-    parser.add_argument("--tokens", type=int, nargs="+", default=list(DEFAULT_TOKENS), help="token counts N (squares)")
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--dtypes", nargs="+", default=["float16", "float32"], choices=["float16", "float32"])
+    parser.add_argument("--resolutions", type=_positive_ints, default=RESOLUTIONS,
+                        help="input resolutions, multiples of 32 (default 224,384,512)")
+    parser.add_argument("--batches", type=_positive_ints, default=BATCHES, help="batch sizes (default 1,64)")
+    parser.add_argument("--ops", type=_choices(OPS), default=OPS, help="subset of " + ",".join(OPS))
+    parser.add_argument("--dtypes", type=_choices(DTYPES), default=DTYPES, help="float16,float32")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--peak-gbps", type=float, default=None, help="peak memory bandwidth in GB/s")
-    parser.add_argument("--skip-decomposition-above", type=int, default=65536,
-                        help="skip the PyTorch decomposition of blockify/SOFT above this N (memory)")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="dense FP16 tensor peak (TFLOP/s)")
+    parser.add_argument("--peak-fp32-tflops", type=float, default=None, help="FP32 FMA peak (TFLOP/s)")
+    parser.add_argument("--peak-gbps", type=float, default=None, help="memory bandwidth peak (GB/s)")
     parser.add_argument("--json", "--out", dest="out", default=None, help="write the JSON here (default: stdout)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    bad = [r for r in args.resolutions if r % 32]
+    if bad:
+        raise UsageError("--resolutions: {} not a multiple of 32 (the four stages downsample by 32)".format(bad))
+    if min(args.warmup, args.repeats) < 0 or args.iters < 1 or args.repeats < 1:
+        raise UsageError("--iters and --repeats must be >= 1 and --warmup >= 0")
+    for name in ("peak_tflops", "peak_fp32_tflops", "peak_gbps"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise UsageError("--{} must be positive".format(name.replace("_", "-")))
+    return args
 
 
-def peak_bandwidth_gbps(torch, override):
-    """2 x memory clock (kHz) x bus width (bits) / 8 from the CUDA driver, or None."""
-    if override:
-        return override, "--peak-gbps"
-    try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        device = ctypes.c_int()
-        if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(device), torch.cuda.current_device()) != 0:
-            return None, "cuInit failed"
-        clock_khz, bus_bits = ctypes.c_int(), ctypes.c_int()
-        # CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37
-        if libcuda.cuDeviceGetAttribute(ctypes.byref(clock_khz), 36, device) != 0:
-            return None, "memory clock unavailable"
-        if libcuda.cuDeviceGetAttribute(ctypes.byref(bus_bits), 37, device) != 0:
-            return None, "bus width unavailable"
-        return 2.0 * clock_khz.value * 1e3 * bus_bits.value / 8 / 1e9, "cuDeviceGetAttribute"
-    except OSError as error:
-        return None, str(error)
+# ---- shapes and cost models ------------------------------------------------------------------------------------------
+def stage_cases(resolution):
+    """One dict per CSWin-T24181 stage at ``resolution``: map side, full width (channels, heads), the ELFATT branch
+    (half of each), the default ELFATT window (edgeattn.models.cswin: stage-4 side, stage-3 side for stage 3) and
+    SOFT's landmark count."""
+    sides = [resolution // 4, resolution // 8, resolution // 16, resolution // 32]
+    windows = [sides[3], sides[3], sides[2], sides[3]]
+    cases = []
+    for stage, (channels, heads) in enumerate(CSWIN_T24181):
+        side = sides[stage]
+        cases.append({"resolution": resolution, "stage": stage + 1, "side": side, "tokens": side * side,
+                      "channels": channels, "heads": heads, "branch_channels": channels // 2,
+                      "branch_heads": heads // 2, "window": windows[stage],
+                      "landmarks": (side // SOFT_STRIDES[stage]) ** 2})
+    return cases
 
 
+def blockify_flops(batch, side, channels, heads, window):
+    """Q K^T and P V over every (padded) window: 2 products of T x T x d per window and head (2 FLOPs per MAC)."""
+    windows = math.ceil(side / window) ** 2
+    tokens = window * window
+    return 4.0 * batch * windows * tokens * tokens * channels
+
+
+def efficient_flops(batch, tokens, channels, heads):
+    """context = k_hat^T v (d x N x d) and q_hat context (N x d x d) per head."""
+    d = channels // heads
+    return 4.0 * batch * heads * tokens * d * d
+
+
+def lite_mla_flops(batch, tokens, channels, head_dim):
+    """vk = v_pad phi(k)^T ((d+1) x N x d) and vk phi(q) ((d+1) x d x N) per group of the full width."""
+    groups = channels // head_dim
+    return 4.0 * batch * groups * tokens * head_dim * (head_dim + 1)
+
+
+def soft_flops(batch, tokens, landmarks, channels, heads, iters=SOFT_NEWTON_ITERS):
+    """Kernels Q L^T (N M d) and L L^T (M^2 d), Newton 2 M^3 per step, then P v, M (P v) and P^T (M P v)."""
+    d = channels // heads
+    n, m = tokens, landmarks
+    return 2.0 * batch * heads * (3.0 * n * m * d + 2.0 * m * m * d + 2.0 * iters * m ** 3)
+
+
+def token_bytes(batch, tokens, channels, element, inputs=3):
+    """Compulsory traffic: ``inputs`` (B, N, C) tensors read once, one written once."""
+    return float((inputs + 1) * batch * tokens * channels * element)
+
+
+def estimated_peaks(capability, multiprocessors, clock_khz):
+    """(dense FP16 tensor TFLOP/s, FP32 TFLOP/s) from the SM count, the clock and the per-SM rates above; None for
+    an unknown capability."""
+    arch = capability[0] * 10 + capability[1]
+    clock = clock_khz * 1e3
+    tensor = TENSOR_FMA_PER_SM_CLOCK.get(arch)
+    fp32 = FP32_FMA_PER_SM_CLOCK.get(arch)
+    return (2.0 * multiprocessors * clock * tensor / 1e12 if tensor else None,
+            2.0 * multiprocessors * clock * fp32 / 1e12 if fp32 else None)
+
+
+# ---- the same math in PyTorch (no torch import at module level) ------------------------------------------------------
+def blockify_sdpa(q, k, v, heads, height, width, window, backend=None):
+    """Window attention through scaled_dot_product_attention over the windows as one batch; zero padding at the
+    bottom/right (the op's padding "zeros") and cropping; ``backend`` a torch.nn.attention.SDPBackend or None."""
+    import torch
+    import torch.nn.functional as F
+
+    b, n, c = q.shape
+    d = c // heads
+    ph, pw = -height % window, -width % window
+    hp, wp = height + ph, width + pw
+
+    def windows(t):
+        t = t.view(b, height, width, c)
+        if ph or pw:
+            t = F.pad(t, (0, 0, 0, pw, 0, ph))
+        t = t.view(b, hp // window, window, wp // window, window, heads, d)
+        return t.permute(0, 1, 3, 5, 2, 4, 6).reshape(-1, heads, window * window, d)
+
+    qw, kw, vw = windows(q), windows(k), windows(v)
+    if backend is None:
+        out = F.scaled_dot_product_attention(qw, kw, vw)
+    else:
+        from torch.nn.attention import sdpa_kernel
+
+        with sdpa_kernel(backend):
+            out = F.scaled_dot_product_attention(qw, kw, vw)
+    out = out.view(b, hp // window, wp // window, heads, window, window, d).permute(0, 1, 4, 2, 5, 3, 6)
+    out = out.reshape(b, hp, wp, c)[:, :height, :width]
+    return out.reshape(b, n, c)
+
+
+def efficient_bmm(q, k, v, heads):
+    """EFFATT with torch.bmm on (B * heads, N, d) in the input dtype (cuBLAS, FP32 accumulation)."""
+    import torch
+
+    b, n, c = q.shape
+    d = c // heads
+
+    def split(t):
+        return t.view(b, n, heads, d).transpose(1, 2).reshape(b * heads, n, d)
+
+    q_hat = torch.softmax(split(q), dim=-1)
+    k_hat = torch.softmax(split(k), dim=1)
+    context = torch.bmm(k_hat.transpose(1, 2), split(v))
+    out = torch.bmm(q_hat, context)
+    return out.view(b, heads, n, d).transpose(1, 2).reshape(b, n, c)
+
+
+def lite_mla_relu_bmm(qkv, head_dim, eps=1e-15):
+    """LiteMLA ReLU with torch.bmm on (B * G, d, N) in the input dtype; num / (den + eps) in FP32."""
+    import torch
+
+    b, channels, height, width = qkv.shape
+    groups = channels // (3 * head_dim)
+    n = height * width
+    x = qkv.reshape(b * groups, 3 * head_dim, n)
+    q, k, v = torch.relu(x[:, :head_dim]), torch.relu(x[:, head_dim:2 * head_dim]), x[:, 2 * head_dim:]
+    v_pad = torch.nn.functional.pad(v, (0, 0, 0, 1), value=1.0)
+    out = torch.bmm(torch.bmm(v_pad, k.transpose(1, 2)), q)
+    if out.dtype in (torch.float16, torch.bfloat16):
+        out = out.float()  # eps and the division want FP32, as in the op contract
+    out = out[:, :head_dim] / (out[:, head_dim:] + eps)
+    return out.to(qkv.dtype).reshape(b, groups * head_dim, height, width)
+
+
+# ---- measurement -----------------------------------------------------------------------------------------------------
 def time_ms(torch, fn, warmup, iters, repeats):
-    """Median over `repeats` of the mean per-call time of `iters` back-to-back calls (CUDA events)."""
+    """Median over ``repeats`` of the mean per-call time of ``iters`` back-to-back calls (CUDA events)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     runs = []
     for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(iters):
             fn()
@@ -92,160 +272,328 @@ def time_ms(torch, fn, warmup, iters, repeats):
     return statistics.median(runs)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    import torch
-    import torch.nn.functional as F
+def _libcuda_attribute(device, attribute):
+    """cuDeviceGetAttribute through the driver library, or None."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        handle, value = ctypes.c_int(), ctypes.c_int()
+        if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(handle), device) != 0:
+            return None
+        if libcuda.cuDeviceGetAttribute(ctypes.byref(value), attribute, handle) != 0:
+            return None
+        return value.value
+    except OSError:
+        return None
 
-    if not torch.cuda.is_available():
-        sys.stderr.write("kernels_gpu.py: error: needs a CUDA GPU (torch.cuda.is_available() is False)\n")
-        return 2
-    from edgeattn.ops.blockify import blockify_attention
-    from edgeattn.ops.efficient_attention import efficient_attention
+
+def driver_version():
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int()
+        if libcuda.cuDriverGetVersion(ctypes.byref(version)) == 0:
+            return "{}.{}".format(version.value // 1000, version.value % 1000 // 10)
+    except OSError:
+        pass
+    return None
+
+
+def device_report(torch, args):
+    index = torch.cuda.current_device()
+    properties = torch.cuda.get_device_properties(index)
+    capability = (properties.major, properties.minor)
+    # CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13, MEMORY_CLOCK_RATE = 36, GLOBAL_MEMORY_BUS_WIDTH = 37 (kHz, kHz, bits)
+    clock_khz = _libcuda_attribute(index, 13)
+    memory_khz, bus_bits = _libcuda_attribute(index, 36), _libcuda_attribute(index, 37)
+    tensor, fp32 = estimated_peaks(capability, properties.multi_processor_count, clock_khz) if clock_khz else (None,
+                                                                                                             None)
+    bandwidth = 2.0 * memory_khz * 1e3 * bus_bits / 8 / 1e9 if memory_khz and bus_bits else None
+    return {"name": properties.name, "capability": "{}.{}".format(*capability),
+            "multiprocessors": properties.multi_processor_count, "sm_clock_khz": clock_khz,
+            "memory_clock_khz": memory_khz, "memory_bus_bits": bus_bits,
+            "peak_fp16_tensor_tflops": args.peak_tflops or tensor,
+            "peak_fp16_tensor_source": "--peak-tflops" if args.peak_tflops else "estimate: SMs x clock x per-SM rate",
+            "peak_fp32_tflops": args.peak_fp32_tflops or fp32,
+            "peak_bandwidth_gbps": args.peak_gbps or bandwidth,
+            "peak_bandwidth_source": "--peak-gbps" if args.peak_gbps else "driver: 2 x memory clock x bus width"}
+
+
+class Recorder(object):
+    def __init__(self, device):
+        self.device = device
+        self.results = []
+
+    def add(self, case, impl, ms, flops, nbytes, dtype, tf32):
+        tensor_peak = self.device["peak_fp16_tensor_tflops"]
+        fp32_peak = self.device["peak_fp32_tflops"]
+        bandwidth_peak = self.device["peak_bandwidth_gbps"]
+        tflops = flops / (ms * 1e-3) / 1e12 if ms else None
+        gbps = nbytes / (ms * 1e-3) / 1e9 if ms else None
+        entry = dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=ms, flops=flops, bytes=nbytes,
+                     tflops=tflops, gbps=gbps,
+                     fraction_of_fp16_tensor_peak=tflops / tensor_peak if tflops and tensor_peak else None,
+                     fraction_of_fp32_peak=tflops / fp32_peak if tflops and fp32_peak else None,
+                     fraction_of_bandwidth_peak=gbps / bandwidth_peak if gbps and bandwidth_peak else None)
+        self.results.append(entry)
+        line = "{:>22} {}px s{} B={:<3} {:8} tf32={:<5} {:<26} {:9.4f} ms {:7.2f} TFLOP/s {:7.1f} GB/s\n"
+        sys.stderr.write(line.format(case["op"], case.get("resolution", "-"), case.get("stage", "-"), case["batch"],
+                                     dtype, str(tf32), impl, ms, tflops or 0.0, gbps or 0.0))
+
+
+def add_speedups(results):
+    """Each edgeattn result gets speedup_vs_<impl> = that impl's latency / its own, for the same case."""
+    def key(entry):
+        return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
+
+    by_case = {}
+    for entry in results:
+        by_case.setdefault(key(entry), []).append(entry)
+    for entries in by_case.values():
+        baselines = [e for e in entries if not e["impl"].startswith("edgeattn")]
+        for entry in entries:
+            if entry["impl"].startswith("edgeattn") and entry["latency_ms"]:
+                for baseline in baselines:
+                    entry["speedup_vs_" + baseline["impl"]] = baseline["latency_ms"] / entry["latency_ms"]
+                if baselines:
+                    entry["speedup_vs_best_pytorch"] = min(b["latency_ms"] for b in baselines) / entry["latency_ms"]
+    return results
+
+
+def evaluate_targets(results):
+    """The issue's targets over the measured results: each value is {"met": bool, ...} or None when not measured."""
+    def fp16_batch64(entry):
+        return entry["dtype"] == "float16" and entry["batch"] == 64 and entry["impl"].startswith("edgeattn")
+
+    best = {}
+    for entry in results:
+        if fp16_batch64(entry) and entry.get("speedup_vs_best_pytorch") is not None and entry["op"] != "elfatt_core":
+            case = (entry["op"], entry.get("resolution"), entry.get("stage"))
+            best[case] = max(best.get(case, 0.0), entry["speedup_vs_best_pytorch"])
+    speedup = None
+    if best:
+        worst_case = min(best, key=best.get)
+        speedup = {"met": best[worst_case] >= TARGETS["min_speedup_fp16_batch64"], "worst": best[worst_case],
+                   "worst_case": list(worst_case), "target": TARGETS["min_speedup_fp16_batch64"]}
+    fractions = [e["fraction_of_fp16_tensor_peak"] for e in results
+                 if fp16_batch64(e) and e["op"] == "blockify_attention" and e.get("resolution") == 512
+                 and e["fraction_of_fp16_tensor_peak"] is not None]
+    blockify = {"met": min(fractions) >= TARGETS["blockify_tensor_fraction_512_batch64"], "lowest": min(fractions),
+                "target": TARGETS["blockify_tensor_fraction_512_batch64"]} if fractions else None
+    bandwidth = [e["fraction_of_bandwidth_peak"] for e in results
+                 if fp16_batch64(e) and e["op"] in ("efficient_attention", "lite_mla", "lite_mla_qt")
+                 and e["fraction_of_bandwidth_peak"] is not None]
+    linear = {"met": min(bandwidth) >= TARGETS["linear_bandwidth_fraction"], "lowest": min(bandwidth),
+              "target": TARGETS["linear_bandwidth_fraction"]} if bandwidth else None
+    core = {}
+    for tokens, target in TARGETS["elfatt_core_speedup"].items():
+        ratios = [e["speedup_vs_sdpa_flash"] for e in results if e["op"] == "elfatt_core" and e["tokens"] == tokens
+                  and e["dtype"] == "float16" and e.get("speedup_vs_sdpa_flash") is not None]
+        core[str(tokens)] = {"met": max(ratios) >= target, "speedup": max(ratios), "target": target} if ratios else None
+    return {"kernels_vs_pytorch_fp16_batch64": speedup, "blockify_tensor_peak_512_batch64": blockify,
+            "linear_passes_bandwidth_fp16_batch64": linear, "elfatt_core_vs_sdpa": core,
+            "note": "targets are set for an H100 (issue 12 item 4, issue 5)"}
+
+
+# ---- the runs --------------------------------------------------------------------------------------------------------
+def run(args, torch, kernels, device):
+    from torch.nn.attention import SDPBackend
+
     from edgeattn.ops.litemla import lite_mla_attention
     from edgeattn.ops.soft import soft_kernel_attention
-    from edgeattn.plugins.kernels_abi import KernelsLibrary
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    kernels = KernelsLibrary(args.library)
     stream = torch.cuda.current_stream().cuda_stream
-    peak, peak_source = peak_bandwidth_gbps(torch, args.peak_gbps)
-    results = []
+    recorder = Recorder(device)
+    bench = lambda fn: time_ms(torch, fn, args.warmup, args.iters, args.repeats)  # noqa: E731
+    capability = torch.cuda.get_device_capability()
 
-    def record(op, n, dtype, impl, ms, bytes_moved=None, extra=None):
-        entry = {"op": op, "tokens": n, "dtype": dtype, "impl": impl, "latency_ms": ms}
-        if bytes_moved is not None and ms:
-            gbps = bytes_moved / (ms * 1e-3) / 1e9
-            entry["bandwidth_gbps"] = gbps
-            entry["bandwidth_fraction_of_peak"] = gbps / peak if peak else None
-        entry.update(extra or {})
-        results.append(entry)
-        sys.stderr.write("{:>22} N={:<6} {:8} {:<14} {:9.4f} ms\n".format(op, n, dtype, impl, ms))
+    def variants(dtype_name):
+        """(tf32 flag for PyTorch) per dtype: FP32 twice (TF32 off, on), FP16 once."""
+        return [False, True] if dtype_name == "float32" else [False]
+
+    def edgeattn_paths(dtype_name):
+        paths = ["scalar"]
+        if dtype_name == "float16" and capability >= (8, 0):
+            paths.append("tensor_core")
+        return paths
 
     for dtype_name in args.dtypes:
         dtype = getattr(torch, dtype_name)
         element = torch.tensor([], dtype=dtype).element_size()
-        for n in args.tokens:
-            side = int(round(n ** 0.5))
-            if side * side != n:
-                sys.stderr.write("kernels_gpu.py: error: N={} is not a square map\n".format(n))
-                return 2
-            b, c = args.batch, CHANNELS
-            half = c // 2
-            bench = lambda fn: time_ms(torch, fn, args.warmup, args.iters, args.repeats)  # noqa: E731
-            q, k, v = (torch.randn(b, n, c, device="cuda", dtype=dtype) for _ in range(3))
-            out = torch.empty_like(q)
+        for tf32 in variants(dtype_name):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+            for resolution in args.resolutions:
+                for stage in stage_cases(resolution):
+                    for batch in args.batches:
+                        _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtype, dtype_name,
+                                   element, tf32, edgeattn_paths(dtype_name), SDPBackend, lite_mla_attention,
+                                   soft_kernel_attention)
+            if "elfatt_core" in args.ops:
+                _run_elfatt_core(args, torch, kernels, recorder, bench, stream, dtype, dtype_name, element, tf32,
+                                 edgeattn_paths(dtype_name), SDPBackend)
+    kernels.set_kernel_path("auto")
+    return add_speedups(recorder.results)
 
-            # full softmax attention (what ELFATT approximates), flash for FP16
-            qh, kh, vh = (t.view(b, n, HEADS, HEAD_DIM).transpose(1, 2).contiguous() for t in (q, k, v))
-            if dtype == torch.float16 and hasattr(torch.nn, "attention"):
-                from torch.nn.attention import SDPBackend, sdpa_kernel
 
-                def sdpa():
-                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                        F.scaled_dot_product_attention(qh, kh, vh)
-                sdpa_impl = "sdpa_flash"
-            else:
-                def sdpa():
-                    F.scaled_dot_product_attention(qh, kh, vh)
-                sdpa_impl = "sdpa_default"
-            sdpa_ms = bench(sdpa)
-            record("softmax_attention", n, dtype_name, sdpa_impl, sdpa_ms, 4 * b * n * c * element)
+def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtype, dtype_name, element, tf32, paths,
+               SDPBackend, lite_mla_attention, soft_kernel_attention):
+    n, side = stage["tokens"], stage["side"]
+    base = {k: stage[k] for k in ("resolution", "stage", "side", "tokens", "window")}
+    base["batch"] = batch
 
-            # EFFATT on the full width (bandwidth of the linear-head passes)
-            eff_bytes = kernels.efficient_attention_workspace_size(b, n, c, HEADS)
-            eff_ws = torch.empty(max(eff_bytes, 1), dtype=torch.uint8, device="cuda")
+    def edgeattn(case, launch, flops, nbytes):
+        for path in paths:
+            kernels.set_kernel_path(path)
+            recorder.add(case, "edgeattn_" + path, bench(launch), flops, nbytes, dtype_name, tf32)
 
-            def effatt(q_=q, k_=k, v_=v, out_=out, channels=c, heads=HEADS):
-                kernels.efficient_attention(q_.data_ptr(), k_.data_ptr(), v_.data_ptr(), out_.data_ptr(), b, n,
-                                            channels, heads, eff_ws.data_ptr(), eff_ws.numel(), dtype=dtype_name,
-                                            stream=stream)
-            record("efficient_attention", n, dtype_name, "edgeattn", bench(effatt), 4 * b * n * c * element)
-            record("efficient_attention", n, dtype_name, "torch_decomposition",
-                   bench(lambda: efficient_attention(q, k, v, num_heads=HEADS)), 4 * b * n * c * element)
+    if "blockify_attention" in args.ops:
+        c, h, ws = stage["branch_channels"], stage["branch_heads"], stage["window"]
+        q, k, v = (torch.randn(batch, n, c, device="cuda", dtype=dtype) for _ in range(3))
+        out = torch.empty_like(q)
+        case = dict(base, op="blockify_attention", channels=c, heads=h)
+        flops, nbytes = blockify_flops(batch, side, c, h, ws), token_bytes(batch, n, c, element)
+        edgeattn(case, lambda: kernels.blockify_attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                                          batch, side, side, c, h, ws, padding="zeros",
+                                                          dtype=dtype_name, stream=stream), flops, nbytes)
+        backends = [("sdpa_flash", SDPBackend.FLASH_ATTENTION)] if dtype_name == "float16" else []
+        backends += [("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
+        backends += [("sdpa_math", SDPBackend.MATH)] if dtype_name == "float32" else []
+        for name, backend in backends:
+            recorder.add(case, name, bench(lambda backend=backend: blockify_sdpa(q, k, v, h, side, side, ws,
+                                                                                  backend)),
+                         flops, nbytes, dtype_name, tf32)
+        del q, k, v, out
 
-            # blockify on the full width, 7x7 windows (padding when the side is not a multiple of 7)
-            padding = "none" if side % WINDOW == 0 else "zeros"
+    if "efficient_attention" in args.ops:
+        c, h = stage["branch_channels"], stage["branch_heads"]
+        q, k, v = (torch.randn(batch, n, c, device="cuda", dtype=dtype) for _ in range(3))
+        out = torch.empty_like(q)
+        nbytes_ws = kernels.efficient_attention_workspace_size(batch, n, c, h)
+        workspace = torch.empty(max(nbytes_ws, 1), dtype=torch.uint8, device="cuda")
+        case = dict(base, op="efficient_attention", channels=c, heads=h)
+        flops, nbytes = efficient_flops(batch, n, c, h), token_bytes(batch, n, c, element)
+        edgeattn(case, lambda: kernels.efficient_attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                                           batch, n, c, h, workspace.data_ptr(), workspace.numel(),
+                                                           dtype=dtype_name, stream=stream), flops, nbytes)
+        recorder.add(case, "cublas_bmm", bench(lambda: efficient_bmm(q, k, v, h)), flops, nbytes, dtype_name, tf32)
+        del q, k, v, out, workspace
 
-            def blockify(q_=q, k_=k, v_=v, out_=out, channels=c, heads=HEADS):
-                kernels.blockify_attention(q_.data_ptr(), k_.data_ptr(), v_.data_ptr(), out_.data_ptr(), b, side,
-                                           side, channels, heads, WINDOW, padding=padding, dtype=dtype_name,
-                                           stream=stream)
-            record("blockify_attention", n, dtype_name, "edgeattn", bench(blockify), 4 * b * n * c * element)
-            if n <= args.skip_decomposition_above:
-                record("blockify_attention", n, dtype_name, "torch_decomposition",
-                       bench(lambda: blockify_attention(q, k, v, num_heads=HEADS, height=side, width=side,
-                                                        window_size=WINDOW, padding=padding)),
-                       4 * b * n * c * element)
+    for op, kernel in (("lite_mla", "relu"), ("lite_mla_qt", "quadratic_taylor")):
+        if op not in args.ops:
+            continue
+        c, d = stage["channels"], LITE_MLA_HEAD_DIM
+        qkv = torch.randn(batch, 3 * c, side, side, device="cuda", dtype=dtype)
+        out = torch.empty(batch, c, side, side, device="cuda", dtype=dtype)
+        nbytes_ws = kernels.lite_mla_workspace_size(batch, 3 * c, side, side, d, kernel)
+        workspace = torch.empty(max(nbytes_ws, 1), dtype=torch.uint8, device="cuda")
+        case = dict(base, op=op, channels=c, heads=c // d)
+        flops, nbytes = lite_mla_flops(batch, n, c, d), token_bytes(batch, n, c, element)
+        edgeattn(case, lambda: kernels.lite_mla(qkv.data_ptr(), out.data_ptr(), batch, 3 * c, side, side, d,
+                                                workspace.data_ptr(), workspace.numel(), kernel=kernel, eps=1e-15,
+                                                dtype=dtype_name, stream=stream), flops, nbytes)
+        if kernel == "relu":
+            recorder.add(case, "cublas_bmm", bench(lambda: lite_mla_relu_bmm(qkv, d)), flops, nbytes, dtype_name,
+                         tf32)
+        else:
+            recorder.add(case, "torch_reference", bench(lambda: lite_mla_attention(qkv, head_dim=d, kernel=kernel,
+                                                                                  eps=1e-15)),
+                         flops, nbytes, dtype_name, tf32)
+        del qkv, out, workspace
 
-            # ELFATT core: EFFATT on channels [:C/2] (1 head) + blockify on [C/2:] (1 head)
-            qg, kg, vg = (t[..., :half].contiguous() for t in (q, k, v))
-            ql, kl, vl = (t[..., half:].contiguous() for t in (q, k, v))
-            og, ol = torch.empty_like(qg), torch.empty_like(ql)
-            half_ws_bytes = kernels.efficient_attention_workspace_size(b, n, half, 1)
-            half_ws = torch.empty(max(half_ws_bytes, 1), dtype=torch.uint8, device="cuda")
+    if "soft_kernel_attention" in args.ops:
+        c, h, m = stage["channels"], stage["heads"], stage["landmarks"]
+        d = c // h
+        q = torch.randn(batch, n, c, device="cuda", dtype=dtype) * d ** -0.25
+        landmarks = torch.randn(batch, m, c, device="cuda", dtype=dtype) * d ** -0.25
+        v = torch.randn(batch, n, c, device="cuda", dtype=dtype)
+        out = torch.empty_like(q)
+        nbytes_ws = kernels.soft_kernel_attention_workspace_size(batch, n, m, c, h)
+        workspace = torch.empty(max(nbytes_ws, 1), dtype=torch.uint8, device="cuda")
+        case = dict(base, op="soft_kernel_attention", channels=c, heads=h, landmarks=m)
+        flops = soft_flops(batch, n, m, c, h)
+        nbytes = token_bytes(batch, n, c, element, inputs=2) + batch * m * c * element
+        edgeattn(case, lambda: kernels.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(),
+                                                             out.data_ptr(), batch, n, m, c, h, workspace.data_ptr(),
+                                                             workspace.numel(), newton_iters=SOFT_NEWTON_ITERS,
+                                                             dtype=dtype_name, stream=stream), flops, nbytes)
+        recorder.add(case, "torch_reference", bench(lambda: soft_kernel_attention(q, landmarks, v, num_heads=h,
+                                                                                 newton_iters=SOFT_NEWTON_ITERS)),
+                     flops, nbytes, dtype_name, tf32)
+        del q, landmarks, v, out, workspace
+    torch.cuda.empty_cache()
 
-            def elfatt():
-                kernels.efficient_attention(qg.data_ptr(), kg.data_ptr(), vg.data_ptr(), og.data_ptr(), b, n, half, 1,
-                                            half_ws.data_ptr(), half_ws.numel(), dtype=dtype_name, stream=stream)
-                kernels.blockify_attention(ql.data_ptr(), kl.data_ptr(), vl.data_ptr(), ol.data_ptr(), b, side, side,
-                                           half, 1, WINDOW, padding=padding, dtype=dtype_name, stream=stream)
-            elfatt_ms = bench(elfatt)
-            record("elfatt_core", n, dtype_name, "edgeattn", elfatt_ms, 4 * b * n * c * element,
-                   {"speedup_vs_sdpa": sdpa_ms / elfatt_ms if elfatt_ms else None, "sdpa_impl": sdpa_impl})
 
-            # LiteMLA (ReLU and QT) on (B, 3C, H, W)
-            qkv = torch.randn(b, 3 * c, side, side, device="cuda", dtype=dtype)
-            mla_out = torch.empty(b, c, side, side, device="cuda", dtype=dtype)
-            for kernel in ("relu", "quadratic_taylor"):
-                mla_bytes = kernels.lite_mla_workspace_size(b, 3 * c, side, side, HEAD_DIM, kernel)
-                mla_ws = torch.empty(max(mla_bytes, 1), dtype=torch.uint8, device="cuda")
+def _run_elfatt_core(args, torch, kernels, recorder, bench, stream, dtype, dtype_name, element, tf32, paths,
+                     SDPBackend):
+    import torch.nn.functional as F
 
-                def mla(kernel=kernel, mla_ws=mla_ws):
-                    kernels.lite_mla(qkv.data_ptr(), mla_out.data_ptr(), b, 3 * c, side, side, HEAD_DIM,
-                                     mla_ws.data_ptr(), mla_ws.numel(), kernel=kernel, eps=1e-15, dtype=dtype_name,
-                                     stream=stream)
-                name = "lite_mla" if kernel == "relu" else "lite_mla_qt"
-                record(name, n, dtype_name, "edgeattn", bench(mla), 4 * b * n * c * element)
-                record(name, n, dtype_name, "torch_decomposition",
-                       bench(lambda kernel=kernel: lite_mla_attention(qkv, head_dim=HEAD_DIM, kernel=kernel,
-                                                                      eps=1e-15)),
-                       4 * b * n * c * element)
+    c, h, ws = ELFATT_CORE_CHANNELS, ELFATT_CORE_HEADS, ELFATT_CORE_WINDOW
+    half, d = c // 2, c // h
+    for n in ELFATT_CORE_TOKENS:
+        side = int(round(n ** 0.5))
+        q, k, v = (torch.randn(1, n, c, device="cuda", dtype=dtype) for _ in range(3))
+        qg, kg, vg = (t[..., :half].contiguous() for t in (q, k, v))
+        ql, kl, vl = (t[..., half:].contiguous() for t in (q, k, v))
+        og, ol = torch.empty_like(qg), torch.empty_like(ql)
+        nbytes_ws = kernels.efficient_attention_workspace_size(1, n, half, 1)
+        workspace = torch.empty(max(nbytes_ws, 1), dtype=torch.uint8, device="cuda")
+        padding = "none" if side % ws == 0 else "zeros"
+        case = {"op": "elfatt_core", "tokens": n, "side": side, "batch": 1, "channels": c, "heads": h, "window": ws}
+        flops = efficient_flops(1, n, half, 1) + blockify_flops(1, side, half, 1, ws)
 
-            # SOFT++ with SOFT's default 49 landmarks (the shared-memory Newton path)
-            m = SOFT_LANDMARKS
-            landmarks = torch.randn(b, m, c, device="cuda", dtype=dtype) * HEAD_DIM ** -0.25
-            qs = q * HEAD_DIM ** -0.25
-            soft_bytes = kernels.soft_kernel_attention_workspace_size(b, n, m, c, HEADS)
-            soft_ws = torch.empty(max(soft_bytes, 1), dtype=torch.uint8, device="cuda")
+        def elfatt():
+            kernels.efficient_attention(qg.data_ptr(), kg.data_ptr(), vg.data_ptr(), og.data_ptr(), 1, n, half, 1,
+                                        workspace.data_ptr(), workspace.numel(), dtype=dtype_name, stream=stream)
+            kernels.blockify_attention(ql.data_ptr(), kl.data_ptr(), vl.data_ptr(), ol.data_ptr(), 1, side, side,
+                                       half, 1, ws, padding=padding, dtype=dtype_name, stream=stream)
 
-            def soft():
-                kernels.soft_kernel_attention(qs.data_ptr(), landmarks.data_ptr(), v.data_ptr(), out.data_ptr(), b, n,
-                                              m, c, HEADS, soft_ws.data_ptr(), soft_ws.numel(), dtype=dtype_name,
-                                              stream=stream)
-            record("soft_kernel_attention", n, dtype_name, "edgeattn", bench(soft),
-                   (3 * b * n * c + b * m * c) * element, {"landmarks": m})
-            if n <= args.skip_decomposition_above:
-                record("soft_kernel_attention", n, dtype_name, "torch_decomposition",
-                       bench(lambda: soft_kernel_attention(qs, landmarks, v, num_heads=HEADS)),
-                       (3 * b * n * c + b * m * c) * element, {"landmarks": m})
-            del q, k, v, out, qh, kh, vh, qkv, mla_out
-            torch.cuda.empty_cache()
+        for path in paths:
+            kernels.set_kernel_path(path)
+            recorder.add(case, "edgeattn_" + path, bench(elfatt), flops, token_bytes(1, n, c, element), dtype_name,
+                         tf32)
+        qh, kh, vh = (t.view(1, n, h, d).transpose(1, 2).contiguous() for t in (q, k, v))
+        backend = SDPBackend.FLASH_ATTENTION if dtype_name == "float16" else SDPBackend.EFFICIENT_ATTENTION
+        name = "sdpa_flash" if dtype_name == "float16" else "sdpa_efficient"
+        from torch.nn.attention import sdpa_kernel
 
-    properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+        def sdpa():
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(qh, kh, vh)
+        recorder.add(case, name, bench(sdpa), 4.0 * h * n * n * d, token_bytes(1, n, c, element), dtype_name, tf32)
+        del q, k, v, qg, kg, vg, ql, kl, vl, og, ol, qh, kh, vh, workspace
+        torch.cuda.empty_cache()
+
+
+def main(argv=None):
+    try:
+        args = parse_args(argv)
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("needs a CUDA GPU (torch.cuda.is_available() is False)")
+        from edgeattn.errors import EdgeAttnError
+        from edgeattn.plugins.kernels_abi import KernelsLibrary
+
+        try:
+            kernels = KernelsLibrary(args.library)
+        except EdgeAttnError as error:
+            raise UsageError(str(error))
+        device = device_report(torch, args)
+        results = run(args, torch, kernels, device)
+    except UsageError as error:
+        sys.stderr.write("{}: error: {}\n".format(PROGRAM, error))
+        return 2
     report = {
-        "schema": "edgeattn.kernels_gpu/1",
+        "schema": "edgeattn.kernels_gpu/2",
         "created_utc": datetime.datetime.utcnow().isoformat() + "Z",
-        "device": {"name": properties.name, "capability": "{}.{}".format(properties.major, properties.minor),
-                   "multiprocessors": properties.multi_processor_count,
-                   "peak_bandwidth_gbps": peak, "peak_bandwidth_source": peak_source},
-        "software": {"python": platform.python_version(), "torch": torch.__version__,
-                     "cuda": torch.version.cuda, "kernels_library": kernels.path,
-                     "kernels_build_info": kernels.build_info()},
-        "config": {"batch": args.batch, "channels": CHANNELS, "heads": HEADS, "head_dim": HEAD_DIM,
-                   "window": WINDOW, "soft_landmarks": SOFT_LANDMARKS, "warmup": args.warmup, "iters": args.iters, "repeats": args.repeats},
+        "device": device,
+        "software": {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+                     "cudnn": torch.backends.cudnn.version(), "driver": driver_version(),
+                     "kernels_library": kernels.path, "kernels_build_info": kernels.build_info()},
+        "config": {"resolutions": list(args.resolutions), "batches": list(args.batches), "ops": list(args.ops),
+                   "dtypes": list(args.dtypes), "warmup": args.warmup, "iters": args.iters, "repeats": args.repeats,
+                   "lite_mla_head_dim": LITE_MLA_HEAD_DIM, "soft_newton_iters": SOFT_NEWTON_ITERS},
         "results": results,
+        "targets": evaluate_targets(results),
     }
     text = json.dumps(report, indent=2) + "\n"
     if args.out:

@@ -13,7 +13,7 @@ from ..errors import EdgeAttnError
 
 KERNELS_LIBRARY_NAME = "libedgeattn_kernels.so"
 KERNELS_ENV_VAR = "EDGEATTN_KERNELS_LIB"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 STATUS_SUCCESS = 0
 STATUS_INVALID_ARGUMENT = 1
@@ -24,6 +24,8 @@ STATUS_CUDA_ERROR = 4
 DTYPES = {"float32": 0, "float16": 1}
 PADDINGS = {"none": 0, "zeros": 1, "masked": 2}
 LITE_MLA_KERNELS = {"relu": 0, "quadratic_taylor": 1}
+#: edgeattn_kernel_path: which kernels run where a tensor-core kernel exists (also $EDGEATTN_KERNEL_PATH)
+KERNEL_PATHS = {"auto": 0, "scalar": 1, "tensor_core": 2}
 
 _c_int = ctypes.c_int
 _c_size = ctypes.c_size_t
@@ -37,6 +39,8 @@ _SIGNATURES = {
     "edgeattn_kernels_build_info": (ctypes.c_char_p, []),
     "edgeattn_status_string": (ctypes.c_char_p, [_c_int]),
     "edgeattn_last_error": (ctypes.c_char_p, []),
+    "edgeattn_set_kernel_path": (_c_int, [_c_int]),
+    "edgeattn_get_kernel_path": (_c_int, []),
     "edgeattn_blockify_attention_workspace_size": (_c_size, [_c_int] * 6),
     "edgeattn_blockify_attention": (
         _c_int, [_c_ptr] * 6 + [_c_int] * 6 + [_c_float, _c_int, _c_int, _c_ptr]),
@@ -121,6 +125,18 @@ class KernelsLibrary(object):
 
     def last_error(self):
         return self._lib.edgeattn_last_error().decode()
+
+    def set_kernel_path(self, path, check=True):
+        """Process-wide kernel path: "auto", "scalar" or "tensor_core" (or the edgeattn_kernel_path value)."""
+        status = self._lib.edgeattn_set_kernel_path(KERNEL_PATHS.get(path, path))
+        return self._finish("edgeattn_set_kernel_path", status, check)
+
+    def kernel_path(self):
+        """The current setting as a name ("auto", "scalar", "tensor_core"), or the raw value if unknown (-1 while
+        $EDGEATTN_KERNEL_PATH holds an invalid value)."""
+        value = self._lib.edgeattn_get_kernel_path()
+        names = {number: name for name, number in KERNEL_PATHS.items()}
+        return names.get(value, value)
 
     def _finish(self, function, status, check):
         if check and status != STATUS_SUCCESS:

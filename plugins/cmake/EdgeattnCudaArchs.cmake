@@ -82,6 +82,29 @@ function(edgeattn_gencode_flags out archs)
     set(${out} "${flags}" PARENT_SCOPE)
 endfunction()
 
+# edgeattn_tensor_cores(<out> <requested> <archs>): 1 to compile the tensor-core (mma.sync) kernels, else 0.
+#   AUTO: 1 when an arch >= 80 is built (a JetPack 4.6 build for 53/62/72 compiles the scalar kernels only, with
+#   CUDA 10.2 and C++14); ON: always (their bodies are empty below sm_80 and never launched there); OFF: never.
+function(edgeattn_tensor_cores out requested archs)
+    string(TOUPPER "${requested}" requested)
+    if(requested STREQUAL "OFF")
+        set(${out} 0 PARENT_SCOPE)
+        return()
+    elseif(requested STREQUAL "ON")
+        set(${out} 1 PARENT_SCOPE)
+        return()
+    elseif(NOT requested STREQUAL "AUTO")
+        message(FATAL_ERROR "EDGEATTN_TENSOR_CORES: \"${requested}\" is not AUTO, ON or OFF")
+    endif()
+    set(result 0)
+    foreach(arch ${archs})
+        if(NOT arch LESS 80)
+            set(result 1)
+        endif()
+    endforeach()
+    set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
 # CMake >= 3.18 would add its own -arch flags from CMAKE_CUDA_ARCHITECTURES; ours come from EDGEATTN_CUDA_ARCHS.
 function(edgeattn_no_cmake_cuda_architectures target)
     if(NOT CMAKE_VERSION VERSION_LESS 3.18)

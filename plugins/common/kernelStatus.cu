@@ -13,6 +13,14 @@
 #ifndef EDGEATTN_CUDA_ARCHS_STRING
 #define EDGEATTN_CUDA_ARCHS_STRING "unknown"
 #endif
+#ifndef EDGEATTN_TENSOR_CORES
+#define EDGEATTN_TENSOR_CORES 1
+#endif
+#if EDGEATTN_TENSOR_CORES
+#define EDGEATTN_TENSOR_CORES_STRING "tensor cores sm_80+"
+#else
+#define EDGEATTN_TENSOR_CORES_STRING "tensor cores off"
+#endif
 
 #define EDGEATTN_STRINGIFY_(x) #x
 #define EDGEATTN_STRINGIFY(x) EDGEATTN_STRINGIFY_(x)
@@ -68,7 +76,8 @@ extern "C" EDGEATTN_API int edgeattn_kernels_abi_version(void)
 extern "C" EDGEATTN_API const char* edgeattn_kernels_build_info(void)
 {
     return "edgeattn kernels " EDGEATTN_VERSION_STRING "; abi " EDGEATTN_STRINGIFY(
-        EDGEATTN_KERNELS_ABI_VERSION) "; cuda " EDGEATTN_STRINGIFY(CUDART_VERSION) "; archs " EDGEATTN_CUDA_ARCHS_STRING;
+        EDGEATTN_KERNELS_ABI_VERSION) "; cuda " EDGEATTN_STRINGIFY(CUDART_VERSION) "; archs " EDGEATTN_CUDA_ARCHS_STRING
+           "; " EDGEATTN_TENSOR_CORES_STRING;
 }
 
 extern "C" EDGEATTN_API const char* edgeattn_status_string(int status)

@@ -20,6 +20,8 @@
  *      in shared memory, 4 tokens x 4 channels per thread, output staged for coalesced stores.
  * The split count depends only on the token count (<= 256 splits of >= 256 tokens), so the workspace is
  * monotone in every dimension and deterministic (no atomics). Shared memory stays below 48 KB (sm_53 limit).
+ * These scalar kernels are the sm_53 path and the reference; FP16 on sm_80+ runs the tensor-core reduction and
+ * output passes of common/linearAttentionTensorCore.cuh around the same combine, with the same workspace.
  */
 #ifndef EDGEATTN_COMMON_LINEAR_ATTENTION_CUH
 #define EDGEATTN_COMMON_LINEAR_ATTENTION_CUH
@@ -72,6 +74,12 @@ struct LinearAttentionParams
     int reduceTokenTile;
     int reduceGroups;
     int outputTokenTile;
+    // tensor-core path only (common/linearAttentionTensorCore.cuh)
+    int mmaFeatureRows;
+    int mmaValueColumns;
+    int mmaFeatureTiles;
+    int mmaValueTiles;
+    int outputTilesPerBlock;
     float eps;
     int qtCount;
     float qtAlpha[kMaxQtGroups];

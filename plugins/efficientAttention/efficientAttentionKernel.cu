@@ -1,9 +1,13 @@
 /*
  * EdgeAttnEfficientAttention (EFFATT, the global head of ELFATT): q_hat = softmax over each token's head_dim
  * features, k_hat = softmax over tokens per feature, out = q_hat (k_hat^T v). Runs the shared linear-attention
- * passes (common/linearAttention.cuh) with the online token-axis softmax; tensors are (B, N, C).
+ * passes (common/linearAttention.cuh) with the online token-axis softmax; tensors are (B, N, C). FP16 on sm_80+
+ * runs the tensor-core passes (common/linearAttentionTensorCore.cuh); FP32, and every arch below sm_80, the scalar
+ * ones (the reference).
  */
+#include "common/kernelPath.h"
 #include "common/linearAttention.cuh"
+#include "common/linearAttentionTensorCore.cuh"
 
 using namespace edgeattn::kernels;
 
@@ -72,7 +76,26 @@ extern "C" EDGEATTN_API int edgeattn_efficient_attention(const void* q, const vo
     params.qtCount = 0;
 
     cudaStream_t const cudaStream = static_cast<cudaStream_t>(stream);
-    int const status = dtype == EDGEATTN_DTYPE_FLOAT16
+    // FP16 only: FP32 I/O stays on the scalar passes, which are already memory-bound on CUDA cores
+    // (plugins/README.md, "Tensor cores").
+    LinearMmaPlan mmaPlan;
+    bool const hasTensorCoreKernel = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16
+        && planLinearAttentionMma(tokens, headDim, headDim, true, FeatureMap::kSoftmax, &mmaPlan);
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+#if EDGEATTN_TENSOR_CORES
+    if (path == KernelPath::kTensorCore)
+    {
+        status = launchLinearAttentionMma<FeatureMap::kSoftmax, true>(
+            params, plan, mmaPlan, batch, workspace, cudaStream, __func__);
+        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    }
+#endif
+    status = dtype == EDGEATTN_DTYPE_FLOAT16
         ? launchLinearAttention<__half, FeatureMap::kSoftmax, true>(params, plan, batch, workspace, cudaStream, __func__)
         : launchLinearAttention<float, FeatureMap::kSoftmax, true>(params, plan, batch, workspace, cudaStream, __func__);
     return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;

@@ -5,9 +5,12 @@
  * so eps (1e-15 by default) is never rounded to zero in half precision.
  *
  * Layout: G = channels_in / (3 * head_dim) groups, each contiguous as [q | k | v] (head_dim channels each);
- * a channel is an H*W plane, so loads and stores walk the token axis (stride 1).
+ * a channel is an H*W plane, so loads and stores walk the token axis (stride 1). FP16 on sm_80+ runs the
+ * tensor-core passes (common/linearAttentionTensorCore.cuh); FP32, and every arch below sm_80, the scalar ones.
  */
+#include "common/kernelPath.h"
 #include "common/linearAttention.cuh"
+#include "common/linearAttentionTensorCore.cuh"
 
 using namespace edgeattn::kernels;
 
@@ -115,7 +118,27 @@ extern "C" EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int ba
     }
 
     cudaStream_t const cudaStream = static_cast<cudaStream_t>(stream);
-    int status;
+    // FP16 only: FP32 I/O stays on the scalar passes (plugins/README.md, "Tensor cores").
+    LinearMmaPlan mmaPlan;
+    bool const hasTensorCoreKernel = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16
+        && planLinearAttentionMma(static_cast<int>(tokens), head_dim, featureDim, false,
+            quadratic ? FeatureMap::kQuadraticTaylor : FeatureMap::kRelu, &mmaPlan);
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+#if EDGEATTN_TENSOR_CORES
+    if (path == KernelPath::kTensorCore)
+    {
+        status = quadratic ? launchLinearAttentionMma<FeatureMap::kQuadraticTaylor, false>(
+                     params, plan, mmaPlan, batch, workspace, cudaStream, __func__)
+                           : launchLinearAttentionMma<FeatureMap::kRelu, false>(
+                               params, plan, mmaPlan, batch, workspace, cudaStream, __func__);
+        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    }
+#endif
     if (dtype == EDGEATTN_DTYPE_FLOAT16)
     {
         status = quadratic ? launchLinearAttention<__half, FeatureMap::kQuadraticTaylor, false>(

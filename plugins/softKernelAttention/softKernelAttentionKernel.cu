@@ -17,7 +17,9 @@
  * The squared distance is clamped at 0 (cancellation), so every kernel value is in (0, 1].
  */
 #include "common/deviceUtils.cuh"
+#include "common/kernelPath.h"
 #include "common/kernelStatus.h"
+#include "common/splitTensorCore.cuh"
 
 #include <algorithm>
 
@@ -54,6 +56,9 @@ struct SoftParams
     int landmarkTile;
     int splits;
     int tokensPerSplit;
+    int mmaLandmarkWarps; // tensor-core pass 1: warps (16 landmarks each) per landmark chunk
+    int mmaChunks;        // tensor-core pass 1: landmark chunks
+    int mmaValueTiles;    // head_dim rounded up to 8, over 8
     float* newtonScratch; // global-memory NR buffers (large M only)
     float* mMatrix;       // [problem][Mp][Mp]
     float* partials;      // [problem][splits][Mp][dPad]
@@ -648,6 +653,861 @@ __global__ void __launch_bounds__(kSoftPassThreads, 1) softPass2Kernel(SoftParam
     }
 }
 
+
+/*
+ * Tensor-core path (sm_80+, FP16 I/O; head_dim <= 64). The same four launches and workspace as the scalar path:
+ *   softNewtonMmaKernel (M <= 64) one block of 8 warps per (batch, head): A = the landmarks' Gram matrix through the
+ *      Gaussian epilogue, and both products of every Newton-Raphson step X <- 2X - X (A X) on mma. The iterates stay
+ *      FP32 in registers (C fragments, 16 x 32 per warp); only the product inputs are split f16 hi + lo (three mma per
+ *      tile product, per-matrix power-of-two scale), which keeps the iteration at FP32 accuracy where one f16
+ *      rounding of X and A X would stall it at 2^-11 times cond(A) (plugins/README.md, "Tensor cores"). M > 64 keeps
+ *      the scalar Newton kernel (its matrices do not fit 48 KB of shared memory as f16 pairs).
+ *   softPass1MmaKernel   Y1 partials = P v: per 64-token tile, S = L Q^T on mma (exact f16 inputs), the Gaussian
+ *      epilogue in registers, P (scaled by 2^14, split) reused as the A operand of P V straight from the C fragments.
+ *   softProjectKernel    the scalar Y2 = M sum(Y1) (M x M x d per head: negligible).
+ *   softPass2MmaKernel   out = P^T Y2: per 64-token tile and 64-landmark chunk, S^T = Q L^T on mma, Gaussian
+ *      epilogue, P^T Y2 with Y2 split per chunk and column (power-of-two scales).
+ */
+constexpr int kSoftMmaMaxHeadDim = 64; // accumulators of 8 value tiles per warp
+
+bool softHasTensorCoreKernel(int headDim)
+{
+    return headDim <= kSoftMmaMaxHeadDim;
+}
+
+#if EDGEATTN_TENSOR_CORES
+constexpr int kSoftMmaTokenTile = 64;     // tokens per tile: pass 2 has 4 warps x 16 tokens
+constexpr int kSoftMmaChunk = 64;         // landmarks per pass-2 chunk
+constexpr int kSoftMmaPassThreads = 128;
+constexpr int kSoftNewtonMmaThreads = 256; // 8 warps: 4 row blocks x 2 column halves of a 64 x 64 matrix
+constexpr int kSoftNewtonMmaMaxLandmarks = 64;
+constexpr int kSoftNewtonMmaStride = 72;   // halves per staged matrix row (+8: conflict-free ldmatrix rows)
+
+//! Halves per staged q / landmark row (head_dim rounded up to the mma depth 16, +8) and per v / Y2 row.
+EDGEATTN_HOST_DEVICE inline int softMmaRowStride(int headDim)
+{
+    return (headDim + 15) / 16 * 16 + 8;
+}
+
+EDGEATTN_HOST_DEVICE inline int softMmaValueStride(int valueTiles)
+{
+    return valueTiles * 8 + 8;
+}
+
+size_t softPass1MmaSharedBytes(int headDim, int valueTiles, int landmarkWarps)
+{
+    size_t const halves = static_cast<size_t>(16 * landmarkWarps + kSoftMmaTokenTile) * softMmaRowStride(headDim)
+        + static_cast<size_t>(kSoftMmaTokenTile) * softMmaValueStride(valueTiles);
+    return halves * 2 + static_cast<size_t>(16 * landmarkWarps + kSoftMmaTokenTile) * sizeof(float);
+}
+
+size_t softPass2MmaSharedBytes(int headDim, int valueTiles)
+{
+    size_t const halves = static_cast<size_t>(kSoftMmaTokenTile + kSoftMmaChunk) * softMmaRowStride(headDim)
+        + 2 * static_cast<size_t>(kSoftMmaChunk) * softMmaValueStride(valueTiles);
+    return halves * 2 + static_cast<size_t>(kSoftMmaTokenTile + kSoftMmaChunk + valueTiles * 8) * sizeof(float);
+}
+
+constexpr size_t kSoftNewtonMmaSharedBytes
+    = 4 * 64 * kSoftNewtonMmaStride * 2 + (64 + 64 + 32) * sizeof(float);
+
+#if EDGEATTN_MMA_AVAILABLE
+//! The Gaussian kernel values of C fragment `s` (rows, columns valid or not), scaled by 2^14 for the split.
+__device__ __forceinline__ void gaussianFragment(mma::FragmentC const& s, float const (&rowNorms)[4],
+    float const (&columnNorms)[4], bool const (&valid)[4], float (&out)[4])
+{
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+    {
+        out[e] = valid[e] ? gaussianKernel(rowNorms[e], columnNorms[e], s.x[e]) * kSplitUnitScale : 0.0F;
+    }
+}
+#endif
+
+template <int kValueTiles>
+__global__ void __launch_bounds__(kSoftMmaPassThreads) softPass1MmaKernel(SoftParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    int const d = p.headDim;
+    int const rowStride = softMmaRowStride(d);
+    int const valueStride = softMmaValueStride(kValueTiles);
+    int const depthSteps = (rowStride - 8) / 16;
+    int const chunkRows = 16 * p.mmaLandmarkWarps;
+    __half* const landmarks = reinterpret_cast<__half*>(sharedFloats()); // [chunkRows][rowStride]
+    __half* const queries = landmarks + chunkRows * rowStride;           // [64][rowStride]
+    __half* const values = queries + kSoftMmaTokenTile * rowStride;      // [64][valueStride]
+    float* const landmarkNorms = reinterpret_cast<float*>(values + kSoftMmaTokenTile * valueStride);
+    float* const queryNorms = landmarkNorms + chunkRows;
+
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int const split = blockIdx.x / p.mmaChunks;
+    int const chunk = blockIdx.x - split * p.mmaChunks;
+    int const landmarkBegin = chunk * chunkRows;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int const begin = split * p.tokensPerSplit;
+    int const end = min(p.tokens, begin + p.tokensPerSplit);
+    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + tokenBase;
+    __half const* __restrict__ vPtr = static_cast<__half const*>(p.v) + tokenBase;
+    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
+    __half const zero = __float2half_rn(0.0F);
+
+    int const stagedHalves = (chunkRows + kSoftMmaTokenTile) * rowStride + kSoftMmaTokenTile * valueStride;
+    for (int index = threadIdx.x; index < stagedHalves / 2; index += blockDim.x)
+    {
+        reinterpret_cast<float*>(landmarks)[index] = 0.0F; // channel padding stays zero
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < chunkRows * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const c = index - i * d;
+        int const landmark = landmarkBegin + i;
+        landmarks[i * rowStride + c]
+            = landmark < p.numLandmarks ? lPtr[static_cast<int64_t>(landmark) * p.channels + c] : zero;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < chunkRows; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int c = 0; c < d; ++c)
+        {
+            float const value = __half2float(landmarks[i * rowStride + c]);
+            sum = fmaf(value, value, sum);
+        }
+        landmarkNorms[i] = sum;
+    }
+
+    mma::FragmentC acc[kValueTiles];
+#pragma unroll
+    for (int t = 0; t < kValueTiles; ++t)
+    {
+        zeroFragment(acc[t]);
+    }
+    float rowNorms[4];
+    bool rowValid[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+    {
+        int const row = warp * 16 + mma::cRow(lane, e);
+        rowValid[e] = landmarkBegin + row < p.numLandmarks;
+        rowNorms[e] = 0.0F; // read after the first tile's barrier
+    }
+
+    for (int tileBegin = begin; tileBegin < end; tileBegin += kSoftMmaTokenTile)
+    {
+        int const count = min(kSoftMmaTokenTile, end - tileBegin);
+        __syncthreads(); // the previous tile's fragment loads are done (and the landmark norms are visible)
+        for (int index = threadIdx.x; index < kSoftMmaTokenTile * d; index += blockDim.x)
+        {
+            int const n = index / d;
+            int const c = index - n * d;
+            bool const valid = n < count;
+            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.channels + c;
+            queries[n * rowStride + c] = valid ? qPtr[offset] : zero;
+            values[n * valueStride + c] = valid ? vPtr[offset] : zero;
+        }
+        __syncthreads();
+        for (int n = threadIdx.x; n < kSoftMmaTokenTile; n += blockDim.x)
+        {
+            float sum = 0.0F;
+            for (int c = 0; c < d; ++c)
+            {
+                float const value = __half2float(queries[n * rowStride + c]);
+                sum = fmaf(value, value, sum);
+            }
+            queryNorms[n] = sum;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            rowNorms[e] = landmarkNorms[warp * 16 + mma::cRow(lane, e)];
+        }
+
+        // S = L Q^T for this warp's 16 landmarks and the tile's 64 tokens (exact f16 inputs)
+        mma::FragmentC scores[8];
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+        {
+            zeroFragment(scores[t]);
+        }
+        for (int step = 0; step < depthSteps; ++step)
+        {
+            mma::FragmentA landmark;
+            loadFragmentA<false>(landmark, landmarks + warp * 16 * rowStride + step * 16, rowStride);
+#pragma unroll
+            for (int t = 0; t < 8; ++t)
+            {
+                if (t * 8 < count)
+                {
+                    mma::FragmentB query;
+                    loadFragmentB<false>(query, queries + t * 8 * rowStride + step * 16, rowStride);
+                    mma::mmaF16(scores[t], landmark, query);
+                }
+            }
+        }
+        // P (Gaussian epilogue, padded landmarks and tokens 0) as the A operand of P V, 16 tokens at a time
+#pragma unroll
+        for (int block = 0; block < 4; ++block)
+        {
+            if (block * 16 >= count)
+            {
+                break;
+            }
+            float kernelValues[2][4];
+#pragma unroll
+            for (int side = 0; side < 2; ++side)
+            {
+                float columnNorms[4];
+                bool valid[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    int const n = (2 * block + side) * 8 + mma::cCol(lane, e);
+                    columnNorms[e] = queryNorms[n];
+                    valid[e] = rowValid[e] && n < count;
+                }
+                gaussianFragment(scores[2 * block + side], rowNorms, columnNorms, valid, kernelValues[side]);
+            }
+            mma::FragmentA high;
+            mma::FragmentA low;
+            splitCToA(kernelValues[0], kernelValues[1], &high, &low);
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+                if (t < p.mmaValueTiles)
+                {
+                    mma::FragmentB value;
+                    loadFragmentB<true>(value, values + block * 16 * valueStride + t * 8, valueStride);
+                    mma::mmaF16(acc[t], low, value);
+                    mma::mmaF16(acc[t], high, value);
+                }
+            }
+        }
+    }
+
+    float* const partial = p.partials + (problem * p.splits + split) * p.landmarkPad * p.headPad;
+#pragma unroll
+    for (int t = 0; t < kValueTiles; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            int const row = landmarkBegin + warp * 16 + mma::cRow(lane, e);
+            int const column = t * 8 + mma::cCol(lane, e);
+            if (row < p.landmarkPad && column < p.headPad)
+            {
+                partial[static_cast<int64_t>(row) * p.headPad + column] = acc[t].x[e] * kSplitUnitInverse;
+            }
+        }
+    }
+#endif // EDGEATTN_MMA_AVAILABLE
+}
+
+template <int kValueTiles>
+__global__ void __launch_bounds__(kSoftMmaPassThreads) softPass2MmaKernel(SoftParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    int const d = p.headDim;
+    int const rowStride = softMmaRowStride(d);
+    int const valueStride = softMmaValueStride(kValueTiles);
+    int const depthSteps = (rowStride - 8) / 16;
+    int const valueColumns = p.mmaValueTiles * 8;
+    __half* const queries = reinterpret_cast<__half*>(sharedFloats()); // [64][rowStride], then the output staging
+    __half* const landmarks = queries + kSoftMmaTokenTile * rowStride;  // [64][rowStride]
+    __half* const y2High = landmarks + kSoftMmaChunk * rowStride;       // [64][valueStride]
+    __half* const y2Low = y2High + kSoftMmaChunk * valueStride;
+    float* const queryNorms = reinterpret_cast<float*>(y2Low + kSoftMmaChunk * valueStride);
+    float* const landmarkNorms = queryNorms + kSoftMmaTokenTile;
+    float* const columnScale = landmarkNorms + kSoftMmaChunk;
+
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int const tileBegin = blockIdx.x * kSoftMmaTokenTile;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const count = min(kSoftMmaTokenTile, p.tokens - tileBegin);
+    int const m = p.numLandmarks;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + tokenBase;
+    __half* __restrict__ outPtr = static_cast<__half*>(p.out) + tokenBase;
+    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+    float const* const y2 = p.y2 + problem * p.landmarkPad * p.headPad;
+    __half const zero = __float2half_rn(0.0F);
+    int const rowBase = warp * 16;
+    bool const active = rowBase < count; // uniform per warp
+
+    for (int index = threadIdx.x; index < (kSoftMmaTokenTile + kSoftMmaChunk) * rowStride / 2; index += blockDim.x)
+    {
+        reinterpret_cast<float*>(queries)[index] = 0.0F; // channel padding of q and the landmarks stays zero
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < kSoftMmaTokenTile * d; index += blockDim.x)
+    {
+        int const n = index / d;
+        int const c = index - n * d;
+        queries[n * rowStride + c] = n < count ? qPtr[static_cast<int64_t>(tileBegin + n) * p.channels + c] : zero;
+    }
+    __syncthreads();
+    for (int n = threadIdx.x; n < kSoftMmaTokenTile; n += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int c = 0; c < d; ++c)
+        {
+            float const value = __half2float(queries[n * rowStride + c]);
+            sum = fmaf(value, value, sum);
+        }
+        queryNorms[n] = sum;
+    }
+
+    mma::FragmentC acc[kValueTiles];
+#pragma unroll
+    for (int t = 0; t < kValueTiles; ++t)
+    {
+        zeroFragment(acc[t]);
+    }
+    for (int chunkBegin = 0; chunkBegin < m; chunkBegin += kSoftMmaChunk)
+    {
+        int const chunkRows = min(kSoftMmaChunk, m - chunkBegin);
+        __syncthreads(); // the previous chunk's fragment loads are done
+        for (int index = threadIdx.x; index < kSoftMmaChunk * d; index += blockDim.x)
+        {
+            int const i = index / d;
+            int const c = index - i * d;
+            landmarks[i * rowStride + c]
+                = i < chunkRows ? lPtr[static_cast<int64_t>(chunkBegin + i) * p.channels + c] : zero;
+        }
+        for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
+        {
+            float maxAbs = 0.0F;
+            for (int i = 0; j < d && i < chunkRows; ++i)
+            {
+                maxAbs = fmaxf(maxAbs, fabsf(y2[static_cast<int64_t>(chunkBegin + i) * p.headPad + j]));
+            }
+            columnScale[j] = splitScale(maxAbs);
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < kSoftMmaChunk; i += blockDim.x)
+        {
+            float sum = 0.0F;
+            for (int c = 0; c < d; ++c)
+            {
+                float const value = __half2float(landmarks[i * rowStride + c]);
+                sum = fmaf(value, value, sum);
+            }
+            landmarkNorms[i] = sum;
+        }
+        for (int index = threadIdx.x; index < kSoftMmaChunk * valueColumns; index += blockDim.x)
+        {
+            int const i = index / valueColumns;
+            int const j = index - i * valueColumns;
+            float const value = i < chunkRows && j < d
+                ? y2[static_cast<int64_t>(chunkBegin + i) * p.headPad + j] * columnScale[j]
+                : 0.0F;
+            splitHalf(value, y2High + i * valueStride + j, y2Low + i * valueStride + j);
+        }
+        __syncthreads();
+        if (!active)
+        {
+            continue;
+        }
+
+        // S^T = Q L^T for this warp's 16 tokens and the chunk's landmarks (exact f16 inputs)
+        mma::FragmentC scores[8];
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+        {
+            zeroFragment(scores[t]);
+        }
+        for (int step = 0; step < depthSteps; ++step)
+        {
+            mma::FragmentA query;
+            loadFragmentA<false>(query, queries + rowBase * rowStride + step * 16, rowStride);
+#pragma unroll
+            for (int t = 0; t < 8; ++t)
+            {
+                if (t * 8 < chunkRows)
+                {
+                    mma::FragmentB landmark;
+                    loadFragmentB<false>(landmark, landmarks + t * 8 * rowStride + step * 16, rowStride);
+                    mma::mmaF16(scores[t], query, landmark);
+                }
+            }
+        }
+        float rowNorms[4];
+        bool rowValid[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            int const n = rowBase + mma::cRow(lane, e);
+            rowNorms[e] = queryNorms[n];
+            rowValid[e] = n < count;
+        }
+        // per-chunk accumulators: each chunk's Y2 split has its own column scales
+        mma::FragmentC chunkAcc[kValueTiles];
+#pragma unroll
+        for (int t = 0; t < kValueTiles; ++t)
+        {
+            zeroFragment(chunkAcc[t]);
+        }
+#pragma unroll
+        for (int block = 0; block < 4; ++block)
+        {
+            if (block * 16 >= chunkRows)
+            {
+                break;
+            }
+            float kernelValues[2][4];
+#pragma unroll
+            for (int side = 0; side < 2; ++side)
+            {
+                float columnNorms[4];
+                bool valid[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    int const i = (2 * block + side) * 8 + mma::cCol(lane, e);
+                    columnNorms[e] = landmarkNorms[i];
+                    valid[e] = rowValid[e] && i < chunkRows;
+                }
+                gaussianFragment(scores[2 * block + side], rowNorms, columnNorms, valid, kernelValues[side]);
+            }
+            mma::FragmentA high;
+            mma::FragmentA low;
+            splitCToA(kernelValues[0], kernelValues[1], &high, &low);
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+                if (t < p.mmaValueTiles)
+                {
+                    mma::FragmentB y2HighFragment;
+                    mma::FragmentB y2LowFragment;
+                    loadFragmentB<true>(y2HighFragment, y2High + block * 16 * valueStride + t * 8, valueStride);
+                    loadFragmentB<true>(y2LowFragment, y2Low + block * 16 * valueStride + t * 8, valueStride);
+                    mmaSplitBoth(chunkAcc[t], high, low, y2HighFragment, y2LowFragment);
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < kValueTiles; ++t)
+        {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+                int const column = t * 8 + mma::cCol(lane, e);
+                if (t < p.mmaValueTiles)
+                {
+                    acc[t].x[e] += chunkAcc[t].x[e] * (kSplitUnitInverse / columnScale[column]);
+                }
+            }
+        }
+    }
+
+    // output staged in this warp's own q rows (no other warp reads them), then stored token-major, coalesced
+    __syncwarp();
+    if (active)
+    {
+#pragma unroll
+        for (int t = 0; t < kValueTiles; ++t)
+        {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+                int const column = t * 8 + mma::cCol(lane, e);
+                if (t < p.mmaValueTiles && column < d)
+                {
+                    queries[(rowBase + mma::cRow(lane, e)) * rowStride + column] = __float2half_rn(acc[t].x[e]);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < count * d; index += blockDim.x)
+    {
+        int const n = index / d;
+        int const c = index - n * d;
+        outPtr[static_cast<int64_t>(tileBegin + n) * p.channels + c] = queries[n * rowStride + c];
+    }
+#endif // EDGEATTN_MMA_AVAILABLE
+}
+
+__global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(SoftParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    constexpr int kStride = kSoftNewtonMmaStride;
+    constexpr int kMatrixHalves = 64 * kStride;
+    float* const shared = sharedFloats();
+    __half* const xHigh = reinterpret_cast<__half*>(shared); // [64][kStride]: X, scaled and split, per step
+    __half* const xLow = xHigh + kMatrixHalves;
+    __half* const tHigh = xLow + kMatrixHalves; // A (before the loop), then A X, scaled and split, per step
+    __half* const tLow = tHigh + kMatrixHalves;
+    float* const gram = shared;     // [64][64] FP32 A before the loop (over xHigh / xLow)
+    __half* const landmarks = tHigh; // [64][rowStride] before A exists (over tHigh / tLow)
+    float* const rowSum = shared + 2 * kMatrixHalves;
+    float* const norms = rowSum + 64;
+    float* const scratch = norms + 64;
+
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int const m = p.numLandmarks;
+    int const d = p.headDim;
+    int const tiles = (m + 15) / 16; // 16-row blocks of the padded matrices
+    int const padded = 16 * tiles;
+    int const rowStride = softMmaRowStride(d);
+    int const depthSteps = (rowStride - 8) / 16;
+    int const rowBlock = warp >> 1;
+    int const columnBase = (warp & 1) * 32;
+    bool const active = rowBlock < tiles; // uniform per warp: this warp owns rows 16 rowBlock.., 32 columns
+    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
+        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+
+    for (int index = threadIdx.x; index < 64 * rowStride / 2; index += blockDim.x)
+    {
+        reinterpret_cast<float*>(landmarks)[index] = 0.0F;
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < m * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const c = index - i * d;
+        landmarks[i * rowStride + c] = lPtr[static_cast<int64_t>(i) * p.channels + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 64; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int c = 0; c < d; ++c)
+        {
+            float const value = __half2float(landmarks[i * rowStride + c]);
+            sum = fmaf(value, value, sum);
+        }
+        norms[i] = sum;
+    }
+    __syncthreads();
+
+    // X as this warp's C fragments: 16 rows x 4 column tiles (tiles past the padded size unused)
+    mma::FragmentC x[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+    {
+        zeroFragment(x[t]);
+    }
+    if (active)
+    {
+        for (int step = 0; step < depthSteps; ++step)
+        {
+            mma::FragmentA left;
+            loadFragmentA<false>(left, landmarks + rowBlock * 16 * rowStride + step * 16, rowStride);
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+                if (columnBase + t * 8 < padded)
+                {
+                    mma::FragmentB right;
+                    loadFragmentB<false>(right, landmarks + (columnBase + t * 8) * rowStride + step * 16, rowStride);
+                    mma::mmaF16(x[t], left, right);
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+        {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+                int const i = rowBlock * 16 + mma::cRow(lane, e);
+                int const j = columnBase + t * 8 + mma::cCol(lane, e);
+                x[t].x[e] = i < m && j < m ? gaussianKernel(norms[i], norms[j], x[t].x[e]) : 0.0F;
+                if (j < padded)
+                {
+                    gram[i * 64 + j] = x[t].x[e];
+                }
+            }
+        }
+    }
+    __syncthreads();
+    float localMax = 0.0F;
+    for (int i = threadIdx.x; i < padded; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int j = 0; j < padded; ++j)
+        {
+            sum += gram[i * 64 + j];
+        }
+        rowSum[i] = sum;
+        localMax = fmaxf(localMax, sum);
+    }
+    // Per-matrix step (no batch-wide statistic): X_0 = A / max_rowsum(A)^2. max_rowsum >= 1 (diag is 1).
+    float const maxRowSum = blockReduceMax(localMax, scratch);
+    float const stepSize = 1.0F / (maxRowSum * maxRowSum);
+    // A in [0, 1] (diagonal 1): split with the fixed scale 2^14, over the landmarks (no longer read)
+    for (int index = threadIdx.x; index < padded * padded; index += blockDim.x)
+    {
+        int const i = index / padded;
+        int const j = index - i * padded;
+        splitHalf(gram[i * 64 + j] * kSplitUnitScale, tHigh + i * kStride + j, tLow + i * kStride + j);
+    }
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            x[t].x[e] *= stepSize;
+        }
+    }
+    __syncthreads();
+    // this warp's rows of A stay in registers for the whole iteration (A is the left operand of A X)
+    mma::FragmentA aHigh[4];
+    mma::FragmentA aLow[4];
+    if (active)
+    {
+#pragma unroll
+        for (int block = 0; block < 4; ++block)
+        {
+            if (block < tiles)
+            {
+                loadFragmentA<false>(aHigh[block], tHigh + rowBlock * 16 * kStride + block * 16, kStride);
+                loadFragmentA<false>(aLow[block], tLow + rowBlock * 16 * kStride + block * 16, kStride);
+            }
+        }
+    }
+
+    for (int iteration = 0; iteration < p.newtonIters; ++iteration)
+    {
+        float xMax = 0.0F;
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+        {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+                xMax = fmaxf(xMax, fabsf(x[t].x[e]));
+            }
+        }
+        // (its leading barrier also ends every warp's reads of the previous step's X and A X)
+        float const xScale = splitScale(blockReduceMax(xMax, scratch));
+        if (active)
+        {
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    int const at
+                        = (rowBlock * 16 + mma::cRow(lane, e)) * kStride + columnBase + t * 8 + mma::cCol(lane, e);
+                    if (columnBase + t * 8 < padded)
+                    {
+                        splitHalf(x[t].x[e] * xScale, xHigh + at, xLow + at);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        // A X
+        mma::FragmentC product[4];
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+        {
+            zeroFragment(product[t]);
+        }
+        float productMax = 0.0F;
+        if (active)
+        {
+#pragma unroll
+            for (int block = 0; block < 4; ++block)
+            {
+                if (block < tiles)
+                {
+#pragma unroll
+                    for (int t = 0; t < 4; ++t)
+                    {
+                        if (columnBase + t * 8 < padded)
+                        {
+                            int const at = block * 16 * kStride + columnBase + t * 8;
+                            mma::FragmentB high;
+                            mma::FragmentB low;
+                            loadFragmentB<true>(high, xHigh + at, kStride);
+                            loadFragmentB<true>(low, xLow + at, kStride);
+                            mmaSplitBoth(product[t], aHigh[block], aLow[block], high, low);
+                        }
+                    }
+                }
+            }
+            float const unscale = 1.0F / (kSplitUnitScale * xScale);
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    product[t].x[e] *= unscale;
+                    productMax = fmaxf(productMax, fabsf(product[t].x[e]));
+                }
+            }
+        }
+        float const productScale = splitScale(blockReduceMax(productMax, scratch));
+        if (active)
+        {
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    int const at
+                        = (rowBlock * 16 + mma::cRow(lane, e)) * kStride + columnBase + t * 8 + mma::cCol(lane, e);
+                    if (columnBase + t * 8 < padded)
+                    {
+                        splitHalf(product[t].x[e] * productScale, tHigh + at, tLow + at);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        // X (A X), then X <- 2 X - X A X in registers
+        if (active)
+        {
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+                zeroFragment(product[t]);
+            }
+#pragma unroll
+            for (int block = 0; block < 4; ++block)
+            {
+                if (block < tiles)
+                {
+                    mma::FragmentA high;
+                    mma::FragmentA low;
+                    loadFragmentA<false>(high, xHigh + rowBlock * 16 * kStride + block * 16, kStride);
+                    loadFragmentA<false>(low, xLow + rowBlock * 16 * kStride + block * 16, kStride);
+#pragma unroll
+                    for (int t = 0; t < 4; ++t)
+                    {
+                        if (columnBase + t * 8 < padded)
+                        {
+                            int const at = block * 16 * kStride + columnBase + t * 8;
+                            mma::FragmentB productHigh;
+                            mma::FragmentB productLow;
+                            loadFragmentB<true>(productHigh, tHigh + at, kStride);
+                            loadFragmentB<true>(productLow, tLow + at, kStride);
+                            mmaSplitBoth(product[t], high, low, productHigh, productLow);
+                        }
+                    }
+                }
+            }
+            float const unscale = 1.0F / (xScale * productScale);
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+            {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    x[t].x[e] = 2.0F * x[t].x[e] - product[t].x[e] * unscale;
+                }
+            }
+        }
+    }
+
+    // M = diag(s) X diag(s) with s = rowsum(A)^-1/2 (SOFT++), or X (SOFT)
+    if (active)
+    {
+        int const mp = p.landmarkPad;
+        float* const mMatrix = p.mMatrix + problem * mp * mp;
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+        {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+            {
+                int const i = rowBlock * 16 + mma::cRow(lane, e);
+                int const j = columnBase + t * 8 + mma::cCol(lane, e);
+                if (i < mp && j < mp)
+                {
+                    float value = x[t].x[e];
+                    if (p.symmetricNorm != 0)
+                    {
+                        float const si = i < m ? rsqrtf(rowSum[i]) : 0.0F;
+                        float const sj = j < m ? rsqrtf(rowSum[j]) : 0.0F;
+                        value *= si * sj;
+                    }
+                    mMatrix[static_cast<int64_t>(i) * mp + j] = value;
+                }
+            }
+        }
+    }
+#endif // EDGEATTN_MMA_AVAILABLE
+}
+
+template <int kValueTiles>
+int launchSoftMmaPasses(SoftParams const& params, int batch, cudaStream_t stream, char const* function)
+{
+    dim3 const pass1Grid(params.splits * params.mmaChunks, params.heads, batch);
+    softPass1MmaKernel<kValueTiles><<<pass1Grid, 32 * params.mmaLandmarkWarps,
+        softPass1MmaSharedBytes(params.headDim, kValueTiles, params.mmaLandmarkWarps), stream>>>(params);
+    int status = checkLaunch(function, "softPass1MmaKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const perProblem(params.heads, batch);
+    softProjectKernel<<<perProblem, 256, 0, stream>>>(params);
+    status = checkLaunch(function, "softProjectKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const pass2Grid(ceilDiv(params.tokens, kSoftMmaTokenTile), params.heads, batch);
+    softPass2MmaKernel<kValueTiles>
+        <<<pass2Grid, kSoftMmaPassThreads, softPass2MmaSharedBytes(params.headDim, kValueTiles), stream>>>(params);
+    return checkLaunch(function, "softPass2MmaKernel");
+}
+
+//! The tensor-core launches (FP16). The caller has validated everything; params carry the scalar plan's splits.
+int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream_t stream, char const* function)
+{
+    int const landmarkTiles = ceilDiv(params.numLandmarks, 16);
+    params.mmaChunks = ceilDiv(landmarkTiles, 4);
+    params.mmaLandmarkWarps = ceilDiv(landmarkTiles, params.mmaChunks);
+    params.mmaValueTiles = ceilDiv(params.headDim, 8);
+    dim3 const perProblem(params.heads, batch);
+    if (params.numLandmarks <= kSoftNewtonMmaMaxLandmarks)
+    {
+        softNewtonMmaKernel<<<perProblem, kSoftNewtonMmaThreads, kSoftNewtonMmaSharedBytes, stream>>>(params);
+    }
+    else if (plan.newtonInShared)
+    {
+        softNewtonKernel<__half, true>
+            <<<perProblem, kNewtonSharedThreads, plan.newtonFloats * sizeof(float), stream>>>(params);
+    }
+    else
+    {
+        softNewtonKernel<__half, false><<<perProblem, kNewtonGlobalThreads, 0, stream>>>(params);
+    }
+    int const status = checkLaunch(
+        function, params.numLandmarks <= kSoftNewtonMmaMaxLandmarks ? "softNewtonMmaKernel" : "softNewtonKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    // value tiles as a template argument, so the accumulators stay in registers
+    return params.mmaValueTiles <= 4 ? launchSoftMmaPasses<4>(params, batch, stream, function)
+                                     : launchSoftMmaPasses<8>(params, batch, stream, function);
+}
+#endif // EDGEATTN_TENSOR_CORES
+
 template <typename T>
 int launchSoft(SoftParams const& params, SoftPlan const& plan, int batch, cudaStream_t stream, char const* function)
 {
@@ -767,9 +1627,28 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     params.partials = reinterpret_cast<float*>(ws + layout.partials);
     params.newtonScratch = plan.newtonInShared ? nullptr : reinterpret_cast<float*>(ws + layout.newton);
 
+    params.mmaLandmarkWarps = 0;
+    params.mmaChunks = 0;
+    params.mmaValueTiles = 0;
+
     cudaStream_t const cudaStream = static_cast<cudaStream_t>(stream);
-    int const status = dtype == EDGEATTN_DTYPE_FLOAT16
-        ? launchSoft<__half>(params, plan, batch, cudaStream, __func__)
-        : launchSoft<float>(params, plan, batch, cudaStream, __func__);
+    // FP16 only: FP32 I/O stays on the scalar kernels (plugins/README.md, "Tensor cores").
+    bool const hasTensorCoreKernel
+        = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16 && softHasTensorCoreKernel(headDim);
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+#if EDGEATTN_TENSOR_CORES
+    if (path == KernelPath::kTensorCore)
+    {
+        status = launchSoftMma(params, plan, batch, cudaStream, __func__);
+        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    }
+#endif
+    status = dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, __func__)
+                                             : launchSoft<float>(params, plan, batch, cudaStream, __func__);
     return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
 }

@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from edgeattn._subprocess import run_command
-from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, cmake_build, find_nvcc
+from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, build_lock, cmake_build, find_nvcc
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,8 @@ def cmake():
     return path
 
 
-KERNEL_BUILD_INPUTS = (".cu", ".cuh", ".cmake", ".map", "CMakeLists.txt", "kernels.h", "kernelStatus.h")
+KERNEL_BUILD_INPUTS = (".cu", ".cuh", ".cmake", ".map", "CMakeLists.txt", "kernels.h", "kernelStatus.h",
+                       "kernelPath.h")
 
 
 def _sources_digest(nvcc, archs):
@@ -55,26 +56,27 @@ def _cached_kernels_build(nvcc, archs):
     cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + _sources_digest(nvcc, archs))
     library = os.path.join(cache_dir, "libedgeattn_kernels.so")
     marker = os.path.join(cache_dir, "BUILD_OK")
-    if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
-        build_dir = tempfile.mkdtemp(prefix="edgeattn-kernels-build-")
-        try:
-            configured, built = cmake_build(
-                PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON"})
-            assert configured.returncode == 0, "cmake configure failed:\n" + configured.output[-4000:]
-            assert built.returncode == 0, "kernels build failed:\n" + built.output[-6000:]
-            built_library = os.path.join(build_dir, "libedgeattn_kernels.so")
-            assert os.path.isfile(built_library), "build succeeded but {} is missing".format(built_library)
-            staging = tempfile.mkdtemp(prefix="edgeattn-kernels-stage-")
-            shutil.copy2(os.path.realpath(built_library), os.path.join(staging, "libedgeattn_kernels.so"))
-            with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
-                handle.write(built.output[-2000:])
-            shutil.rmtree(cache_dir, ignore_errors=True)
+    with build_lock(cache_dir):  # one build per digest across pytest-xdist workers and the 3.8 pass
+        if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
+            build_dir = tempfile.mkdtemp(prefix="edgeattn-kernels-build-")
             try:
-                os.rename(staging, cache_dir)
-            except OSError:  # another session published the same build first
-                shutil.rmtree(staging, ignore_errors=True)
-        finally:
-            shutil.rmtree(build_dir, ignore_errors=True)
+                configured, built = cmake_build(
+                    PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON"})
+                assert configured.returncode == 0, "cmake configure failed:\n" + configured.output[-4000:]
+                assert built.returncode == 0, "kernels build failed:\n" + built.output[-6000:]
+                built_library = os.path.join(build_dir, "libedgeattn_kernels.so")
+                assert os.path.isfile(built_library), "build succeeded but {} is missing".format(built_library)
+                staging = tempfile.mkdtemp(prefix="edgeattn-kernels-stage-")
+                shutil.copy2(os.path.realpath(built_library), os.path.join(staging, "libedgeattn_kernels.so"))
+                with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
+                    handle.write(built.output[-2000:])
+                shutil.rmtree(cache_dir, ignore_errors=True)
+                try:
+                    os.rename(staging, cache_dir)
+                except OSError:  # another session published the same build first
+                    shutil.rmtree(staging, ignore_errors=True)
+            finally:
+                shutil.rmtree(build_dir, ignore_errors=True)
     return {"dir": cache_dir, "library": library}
 
 
@@ -86,6 +88,14 @@ def kernels_build(nvcc, cmake):
     tests/test_device_side.py) reuses the identical artefact instead of paying for nvcc again.
     """
     return _cached_kernels_build(nvcc, CI_ARCHS)
+
+
+@pytest.fixture(scope="session")
+def scalar_only_kernels_build(nvcc, cmake):
+    """libedgeattn_kernels.so for sm_75 alone: EDGEATTN_TENSOR_CORES=AUTO then compiles no tensor-core kernel (the
+    configuration of a JetPack 4.6 build for 53/62/72, where only the scalar kernels exist). Cached like
+    kernels_build."""
+    return _cached_kernels_build(nvcc, "75")
 
 
 @pytest.fixture(scope="session")

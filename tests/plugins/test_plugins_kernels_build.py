@@ -1,17 +1,21 @@
 """CI checks of the kernels library (no GPU, no TensorRT): it compiles for sm_75/87/90, exports exactly the C ABI of
-include/edgeattn/kernels.h, carries SASS for each arch, and its launchers validate arguments and report errors
-without touching a GPU.
+include/edgeattn/kernels.h, carries SASS for each arch (HMMA tensor-core instructions in sm_87/sm_90, none in
+sm_75), builds in a scalar-only configuration, and its launchers validate arguments and report errors without
+touching a GPU.
 """
 import ctypes
+import glob
+import importlib.util
 import os
 import re
+import shutil
 import struct
 
 import pytest
 
 from edgeattn._subprocess import run_command
 from edgeattn.plugins import kernels_abi
-from plugin_test_utils import PLUGINS_DIR
+from plugin_test_utils import PLUGINS_DIR, REPO_ROOT
 
 HEADER = os.path.join(PLUGINS_DIR, "include", "edgeattn", "kernels.h")
 FATBIN_MAGIC = 0xBA55ED50
@@ -82,7 +86,7 @@ def test_kernels_compile_for_sm75_sm87_sm90(kernels_build):
 
 def test_exported_symbols_are_exactly_the_c_abi(kernels_build):
     declared = header_functions()
-    assert len(declared) == 12, sorted(declared)
+    assert len(declared) == 14, sorted(declared)
     exported = exported_functions(kernels_build["library"])
     assert exported == declared, "missing: {}; unexpected exports: {}".format(
         sorted(declared - exported), sorted(exported - declared))
@@ -100,8 +104,112 @@ def kernels(kernels_build):
 
 def test_library_reports_abi_and_archs(kernels):
     assert kernels.abi_version() == header_define("EDGEATTN_KERNELS_ABI_VERSION")
-    assert "archs 75,87,90" in kernels.build_info()
+    assert "archs 75,87,90; tensor cores sm_80+" in kernels.build_info()
     assert kernels.status_string(kernels_abi.STATUS_WORKSPACE_TOO_SMALL) == "workspace too small"
+
+
+# ---- SASS: tensor-core instructions where they belong ---------------------------------------------------------------
+def find_cuobjdump(nvcc):
+    """(cuobjdump, environment) or None. cuobjdump -sass runs nvdisasm: a full toolkit has both next to nvcc; the
+    `test` extra installs both from PyPI (nvidia-cuda-cuobjdump / -nvdisasm, under site-packages/nvidia/cu13/bin),
+    found in this interpreter's packages or in the checkout's .venv (the README's test command creates it; the
+    Python 3.8 device-side pass runs without those packages). $EDGEATTN_CUOBJDUMP names the tool explicitly."""
+    directories = [os.path.dirname(os.environ["EDGEATTN_CUOBJDUMP"])] if os.environ.get("EDGEATTN_CUOBJDUMP") else []
+    directories += [os.path.dirname(os.path.realpath(nvcc)), os.path.dirname(nvcc)]
+    if os.environ.get("CUDA_HOME"):
+        directories.append(os.path.join(os.environ["CUDA_HOME"], "bin"))
+    directories.append("/usr/local/cuda/bin")
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        directories += sorted(glob.glob(os.path.join(root, "cu*", "bin")))
+    directories += sorted(glob.glob(os.path.join(REPO_ROOT, ".venv", "lib", "python3*", "site-packages", "nvidia",
+                                                 "cu*", "bin")))
+    on_path = shutil.which("cuobjdump")
+    candidates = ([on_path] if on_path else []) + [os.path.join(d, "cuobjdump") for d in directories]
+    tools = [c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)]
+    disassemblers = [os.path.join(d, "nvdisasm") for d in [os.path.dirname(t) for t in tools] + directories]
+    disassemblers = [d for d in disassemblers if os.path.isfile(d) and os.access(d, os.X_OK)]
+    if shutil.which("nvdisasm"):
+        disassemblers.insert(0, shutil.which("nvdisasm"))
+    if not tools or not disassemblers:
+        return None
+    environment = dict(os.environ, NVDISASM_PATH=os.path.dirname(disassemblers[0]),
+                       PATH=os.pathsep.join([os.path.dirname(disassemblers[0]), os.environ.get("PATH", "")]))
+    return tools[0], environment
+
+
+def sass_functions(cuobjdump, library, arch):
+    """{mangled function name: SASS text} of the library's code for ``arch`` (e.g. "sm_87")."""
+    tool, environment = cuobjdump
+    result = run_command([tool, "-sass", "-arch", arch, library], timeout=300, env=environment)
+    assert result.returncode == 0, result.output[-3000:]
+    functions = {}
+    for block in re.split(r"\n\s*Function : ", result.stdout)[1:]:
+        name, _, body = block.partition("\n")
+        functions[name.strip()] = body
+    assert functions, "no SASS for {} in {}".format(arch, library)
+    return functions
+
+
+@pytest.fixture(scope="module")
+def cuobjdump(nvcc):
+    found = find_cuobjdump(nvcc)
+    if found is None:
+        pytest.skip("cuobjdump/nvdisasm not found: install the `test` extra (nvidia-cuda-cuobjdump, "
+                    "nvidia-cuda-nvdisasm) or a full CUDA toolkit to inspect SASS")
+    return found
+
+
+TENSOR_CORE_SASS = re.compile(r"\b(HMMA|LDSM)\b")
+#: the tensor-core kernels of EFFATT / LiteMLA (common/linearAttentionTensorCore.cuh) and SOFT
+LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "softNewtonMmaKernel",
+                               "softPass1MmaKernel", "softPass2MmaKernel")
+
+
+def test_sass_has_tensor_core_instructions_on_sm87_and_sm90_only(kernels_build, cuobjdump):
+    """The issue's acceptance check: HMMA (and LDSM, ldmatrix) in the sm_87 and sm_90 SASS, only in the tensor-core
+    kernels; none anywhere in the sm_75 SASS (guarded device code, never launched there)."""
+    library = kernels_build["library"]
+    for arch in ("sm_87", "sm_90"):
+        functions = sass_functions(cuobjdump, library, arch)
+        tensor = {name for name, body in functions.items() if "HMMA" in body}
+        assert tensor and all("MmaKernel" in name for name in tensor), (arch, sorted(tensor))
+        assert any("blockifyMmaKernel" in name for name in tensor), sorted(tensor)
+        assert all("LDSM" in functions[name] for name in tensor if "blockifyMmaKernel" in name)
+        for kernel in LINEAR_AND_SOFT_MMA_KERNELS:  # every instantiation of them
+            instances = [name for name in functions if kernel in name]
+            assert instances and all(name in tensor and "LDSM" in functions[name] for name in instances), (
+                arch, kernel, instances)
+        scalar = [name for name in functions if "MmaKernel" not in name]
+        assert scalar and not any(TENSOR_CORE_SASS.search(functions[name]) for name in scalar)
+    functions = sass_functions(cuobjdump, library, "sm_75")
+    assert any("blockifyMmaKernel" in name for name in functions)  # compiled, with an empty body
+    assert not [name for name, body in functions.items() if TENSOR_CORE_SASS.search(body)]
+
+
+def test_scalar_only_configuration_builds_without_tensor_core_kernels(scalar_only_kernels_build):
+    """EDGEATTN_CUDA_ARCHS=75 (AUTO: no arch >= 80) compiles the scalar kernels only, with C++14, and says so; the
+    same C ABI; forcing the tensor-core path fails cleanly, before any CUDA call."""
+    library = scalar_only_kernels_build["library"]
+    assert {sm for kind, sm in fatbin_entries(library) if kind == FATBIN_KIND_ELF} == {75}
+    with open(library, "rb") as handle:
+        assert b"blockifyMmaKernel" not in handle.read()
+    assert exported_functions(library) == header_functions()
+    scalar_only = kernels_abi.KernelsLibrary(library)
+    assert "archs 75; tensor cores off" in scalar_only.build_info()
+    try:
+        scalar_only.set_kernel_path("tensor_core")
+        status = scalar_only.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 7, 7, 32, 1, 7, dtype="float16",
+                                                check=False)
+        assert status == kernels_abi.STATUS_UNSUPPORTED
+        assert "built without tensor-core kernels" in scalar_only.last_error()
+    finally:
+        scalar_only.set_kernel_path("auto")
+
+
+def test_full_build_has_the_tensor_core_kernels(kernels_build):
+    with open(kernels_build["library"], "rb") as handle:
+        assert b"blockifyMmaKernel" in handle.read()
 
 
 FAKE = 0x10000  # a non-null "device pointer": every case below fails validation before any CUDA call
@@ -149,12 +257,41 @@ def test_empty_batch_is_a_successful_no_op(kernels):
     assert kernels.efficient_attention(None, None, None, None, 0, 3136, 64, 2, None, 0, check=False) == 0
 
 
-@pytest.mark.skipif(os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvhost-ctrl-gpu"),
-                    reason="a GPU is present: launching with fake pointers would fault")
+NO_GPU = pytest.mark.skipif(os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvhost-ctrl-gpu"),
+                            reason="a GPU is present: launching with fake pointers would fault")
+
+
+@NO_GPU
 def test_launch_failure_without_a_gpu_is_reported_not_crashed(kernels):
     status = kernels.efficient_attention(FAKE, FAKE, FAKE, FAKE, 1, 64, 64, 2, FAKE, 1 << 30, check=False)
     assert status == kernels_abi.STATUS_CUDA_ERROR
     assert "linearReduceKernel" in kernels.last_error()
+
+
+@NO_GPU
+@pytest.mark.parametrize("path", ["auto", "tensor_core"])
+def test_kernel_path_query_without_a_gpu_is_reported_not_crashed(kernels, path):
+    """An FP16 blockify launch asks the device for its compute capability first (cached per device); without a GPU
+    that query fails with a CUDA error naming it, and the next (FP32, scalar) launch reports its own failure."""
+    kernels.set_kernel_path(path)
+    try:
+        status = kernels.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 7, 7, 32, 1, 7, dtype="float16", check=False)
+        assert status == kernels_abi.STATUS_CUDA_ERROR
+        assert "cudaGetDevice failed" in kernels.last_error()
+        status = kernels.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 7, 7, 32, 1, 7, dtype="float32", check=False)
+        assert status == kernels_abi.STATUS_CUDA_ERROR and "blockifyAttentionKernel" in kernels.last_error()
+    finally:
+        kernels.set_kernel_path("auto")
+
+
+def test_kernel_path_setting_round_trips(kernels):
+    try:
+        for name in ("scalar", "tensor_core", "auto"):
+            assert kernels.set_kernel_path(name) == kernels_abi.STATUS_SUCCESS and kernels.kernel_path() == name
+        assert kernels.set_kernel_path(3, check=False) == kernels_abi.STATUS_INVALID_ARGUMENT
+        assert "kernel path 3" in kernels.last_error() and kernels.kernel_path() == "auto"
+    finally:
+        kernels.set_kernel_path("auto")
 
 
 def _grid(*axes):
@@ -216,32 +353,92 @@ def test_ctypes_pointer_arguments_accept_none():
     assert ctypes.c_void_p(None).value is None
 
 
-# PTX instructions that sm_53 (Jetson Nano, CUDA 10.2) does not have; the kernels must not need any of them.
+# PTX instructions that sm_53 (Jetson Nano, CUDA 10.2) does not have; the scalar kernels must not need any of them.
 NEWER_THAN_SM53 = re.compile(
     r"\b(cp\.async|mma\.sync|wgmma|ldmatrix|stmatrix|mbarrier|redux\.sync|setmaxnreg|elect\.sync|fence\.proxy|"
     r"cvt\.\w*\.tf32|\.bf16)\b")
 HALF_ARITHMETIC = re.compile(r"^\s*(add|sub|mul|fma|max|min|neg|abs|ex2)\.[\w.]*f16", re.M)
 
 
-def test_kernels_use_nothing_beyond_sm53(nvcc, tmp_path):
-    """Nano (sm_53) cannot be compiled for by this nvcc (CUDA >= 13 dropped it), so check the PTX instead: no
-    instruction newer than sm_53 and no half-precision arithmetic (half values are only converted)."""
-    sources = sorted(
+def kernel_sources():
+    return sorted(
         os.path.join(root, name) for root, dirs, files in os.walk(PLUGINS_DIR) for name in files
         if name.endswith(".cu") and "cmake" not in root and "build" not in root)
-    assert len(sources) == 5
+
+
+def compile_ptx(nvcc, source, arch, output, defines=()):
+    result = run_command([nvcc, "-std=c++14", "-arch=compute_{}".format(arch), "-ptx", "-I" + PLUGINS_DIR,
+                          "-I" + os.path.join(PLUGINS_DIR, "include")] + ["-D" + d for d in defines]
+                         + [source, "-o", output], timeout=300)
+    assert result.returncode == 0, result.output[-3000:]
+    with open(output) as handle:
+        return handle.read()
+
+
+def ptx_entries(ptx):
+    """{entry name: body} of the kernels (.entry) in a PTX file."""
+    entries = {}
+    for match in re.finditer(r"\.entry\s+(\w+)\s*\(", ptx):
+        end = ptx.find("\n}\n", match.end())
+        entries[match.group(1)] = ptx[match.end():end]
+    return entries
+
+
+def test_scalar_kernels_use_nothing_beyond_sm53(nvcc, tmp_path):
+    """Nano (sm_53) cannot be compiled for by this nvcc (CUDA >= 13 dropped it), so check the PTX instead: for
+    compute_75 (the CI build's lowest arch, where the tensor-core kernels' bodies are compiled out) no instruction
+    newer than sm_53 and no half-precision arithmetic (half values are only converted) in any kernel source, and the
+    same for blockify's scalar-only configuration (EDGEATTN_TENSOR_CORES=0, the JetPack 4.6 build), which has no
+    tensor-core kernel at all."""
+    sources = kernel_sources()
+    assert len(sources) == 6
     # the patterns do catch what they are meant to catch
     assert NEWER_THAN_SM53.findall("cp.async.ca.shared.global [%r1], [%rd2], 16;\nmma.sync.aligned.m16n8k16")
     assert HALF_ARITHMETIC.findall("\tfma.rn.f16x2 %r1, %r2, %r3, %r4;\n\tadd.f16 %h1, %h2, %h3;")
     converting = 0
     for source in sources:
-        ptx = str(tmp_path / (os.path.basename(source) + ".ptx"))
-        result = run_command([nvcc, "-std=c++14", "-arch=compute_75", "-ptx", "-I" + PLUGINS_DIR,
-                              "-I" + os.path.join(PLUGINS_DIR, "include"), source, "-o", ptx], timeout=300)
-        assert result.returncode == 0, result.output[-3000:]
-        with open(ptx) as handle:
-            text = handle.read()
+        text = compile_ptx(nvcc, source, 75, str(tmp_path / (os.path.basename(source) + ".ptx")))
         assert not NEWER_THAN_SM53.findall(text), (source, sorted(set(NEWER_THAN_SM53.findall(text))))
         assert not HALF_ARITHMETIC.findall(text), (source, sorted(set(HALF_ARITHMETIC.findall(text))))
         converting += "cvt.f32.f16" in text and "cvt.rn.f16.f32" in text
     assert converting == 4  # every op's FP16 path converts at load (f16 -> f32) and store (f32 -> f16)
+    blockify = os.path.join(PLUGINS_DIR, "blockifyAttention", "blockifyAttentionKernel.cu")
+    guarded = ptx_entries(compile_ptx(nvcc, blockify, 75, str(tmp_path / "guarded.ptx")))
+    assert any("blockifyMmaKernel" in name for name in guarded)
+    scalar_only = compile_ptx(nvcc, blockify, 75, str(tmp_path / "scalar_only.ptx"), ["EDGEATTN_TENSOR_CORES=0"])
+    assert ptx_entries(scalar_only) and not any("MmaKernel" in name for name in ptx_entries(scalar_only))
+    assert not NEWER_THAN_SM53.findall(scalar_only)
+
+
+def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(nvcc, tmp_path):
+    """compute_87: blockifyMmaKernel holds the f16 m16n8k16 mma (FP32 accumulate) and ldmatrix; every other kernel of
+    the source stays free of post-sm_53 instructions."""
+    blockify = os.path.join(PLUGINS_DIR, "blockifyAttention", "blockifyAttentionKernel.cu")
+    entries = ptx_entries(compile_ptx(nvcc, blockify, 87, str(tmp_path / "sm87.ptx")))
+    tensor = {name: body for name, body in entries.items() if "blockifyMmaKernel" in name}
+    assert len(tensor) == 6, sorted(entries)  # head_dim padded to 16, 32 (1 or 4 tiles per pass), 64, 128
+    for name, body in tensor.items():
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in body, name
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in body and "ldmatrix.sync.aligned.m8n8.x4.trans" in body
+        assert not HALF_ARITHMETIC.findall(body), name
+    scalar = {name: body for name, body in entries.items() if name not in tensor}
+    assert scalar and not any(NEWER_THAN_SM53.findall(body) for body in scalar.values())
+
+
+@pytest.mark.parametrize("source, kernels", [
+    ("efficientAttention/efficientAttentionKernel.cu", 6),  # reduce + output x 3 value-tile counts
+    ("liteMLA/liteMLAKernel.cu", 12),                       # the same for ReLU and quadratic Taylor
+    ("softKernelAttention/softKernelAttentionKernel.cu", 5),  # Newton + pass 1 / pass 2 x 2 value-tile counts
+])
+def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(nvcc, tmp_path, source, kernels):
+    """compute_87: every MmaKernel of the EFFATT, LiteMLA and SOFT sources holds the f16 m16n8k16 mma with FP32
+    accumulation and ldmatrix, and no half arithmetic (FP32 operands are split into f16 pairs, never computed in
+    f16); their scalar kernels stay free of post-sm_53 instructions."""
+    entries = ptx_entries(compile_ptx(nvcc, os.path.join(PLUGINS_DIR, source), 87, str(tmp_path / "sm87.ptx")))
+    tensor = {name: body for name, body in entries.items() if "MmaKernel" in name}
+    assert len(tensor) == kernels, sorted(entries)
+    for name, body in tensor.items():
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in body and "ldmatrix.sync.aligned" in body, name
+        assert not HALF_ARITHMETIC.findall(body), name
+    scalar = {name: body for name, body in entries.items() if name not in tensor}
+    assert scalar and not any(NEWER_THAN_SM53.findall(body) for body in scalar.values())

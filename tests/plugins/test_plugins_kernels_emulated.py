@@ -11,6 +11,10 @@ Buffers are guarded: inputs sit between NaN guards (an out-of-bounds read poison
 memory) and inputs must come back unchanged. The emulator turns divergent barriers, deadlocks, misaligned float4
 accesses, shared-memory overruns, wild pointers and illegal launch configurations into a launch error.
 
+Kernel paths: the emulated device's compute capability is selectable (edgeattn_emu_set_compute_capability), so the
+blockify cases run on the scalar path (sm_53, Jetson Nano) and the tensor-core path (sm_87, Orin: warp-collective
+mma.sync/ldmatrix executed by the PTX ISA's fragment tables); a variant with a planted fragment-layout bug must fail.
+
 Accuracy criteria (those of test_plugins_kernels_gpu.py): FP32 max |kernel - ref64| <= 1e-4 * max |ref64|;
 FP16 max |kernel - ref64| <= 2 * max |torch_fp16 - ref64| + 1e-6 * max |ref64|, ref64 the reference in FP64 on the
 same (FP16-rounded) inputs and torch_fp16 PyTorch's own answer on the FP16 tensors.
@@ -20,6 +24,8 @@ schedules), the GPU memory model, bank conflicts, register limits, alignment of 
 math library (exp2f/rsqrtf here are the host's) -- see tests/plugins/emulation/README.md.
 """
 import ctypes
+import os
+import sys
 
 import pytest
 
@@ -55,9 +61,15 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         self.emu.edgeattn_emu_set_schedule.argtypes = [ctypes.c_int]
         for name in ("edgeattn_emu_float_to_half", "edgeattn_emu_half_to_float"):
             getattr(self.emu, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        self.emu.edgeattn_emu_select_device.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
     def reset(self):
         self.emu.edgeattn_emu_reset()
+
+    def set_compute_capability(self, major, minor, code_arch=0):
+        """Makes the emulated device of that compute capability current; ``code_arch`` (e.g. 75) is the arch the
+        library's code for it was compiled for (default: the device's own), as cudaFuncGetAttributes reports it."""
+        return self.emu.edgeattn_emu_select_device(major, minor, code_arch)
 
     def set_schedule(self, reverse, round_robin=False):
         """Reverse: blocks, warps and lanes in reverse order. Default warp-greedy: each warp runs ahead until all
@@ -87,14 +99,25 @@ def emulated_kernels(emulated_library):
     return EmulatedKernels(emulated_library)
 
 
+def _fresh(library):
+    library.reset()
+    library.set_schedule(False)
+    library.set_compute_capability(7, 5)
+    library.set_kernel_path("auto")
+
+
 @pytest.fixture
 def kernels(emulated_kernels):
-    """The emulated library with a fresh context (no sticky fault, empty launch log) and the default schedule."""
-    emulated_kernels.reset()
-    emulated_kernels.set_schedule(False)
+    """The emulated library with a fresh context (no sticky fault, empty launch log), the default schedule, an
+    sm_75 device and the automatic kernel path."""
+    _fresh(emulated_kernels)
     yield emulated_kernels
-    emulated_kernels.set_schedule(False)
-    emulated_kernels.reset()
+    _fresh(emulated_kernels)
+
+
+#: the scalar path (Jetson Nano, sm_53) and the tensor-core path (Jetson Orin, sm_87)
+CAPABILITIES = [(5, 3), (8, 7)]
+CAPABILITY_IDS = ["sm53", "sm87"]
 
 
 # ---- guarded host buffers ------------------------------------------------------------------------------------------
@@ -326,6 +349,14 @@ def test_warp_shuffles_ballot_and_block_reduce_max(kernels, threads):
         _p(o), ctypes.c_size_t(20000)), 701, "exceeds the per-block limit"),
     ("2048 threads per block", lambda e, o: e.edgeattn_emu_selftest_indices(_p(o), 1, 1, 1, 2048, 1, 1), 9,
      "invalid launch configuration"),
+    ("mma in a partial warp", lambda e, o: e.edgeattn_emu_selftest_mma_threads(_p(o), 16), 719,
+     "does not exist (partial warp)"),
+    ("half a warp in an mma, half in a shuffle", lambda e, o: e.edgeattn_emu_selftest_mma_divergent(_p(o)), 719,
+     "different warp operations"),
+    ("ldmatrix from global memory", lambda e, o: e.edgeattn_emu_selftest_bad_ldmatrix(_p(o), 0), 700,
+     "is not in shared memory"),
+    ("ldmatrix row not 16-byte aligned", lambda e, o: e.edgeattn_emu_selftest_bad_ldmatrix(_p(o), 1), 716,
+     "is not 16-byte aligned"),
     ("gridDim.y > 65535", lambda e, o: e.edgeattn_emu_selftest_indices(_p(o), 1, 65536, 1, 1, 1, 1), 9,
      "invalid launch configuration"),
 ])
@@ -347,6 +378,7 @@ def test_legal_variants_of_the_faulting_kernels_run(kernels):
     assert kernels.emu.edgeattn_emu_selftest_shuffle(_p(out), 64) == 0
     assert np.array_equal(out[:64], _f32(np.arange(64) ^ 1))
     assert kernels.emu.edgeattn_emu_selftest_static_overrun(9) == 0
+    assert kernels.emu.edgeattn_emu_selftest_mma_threads(_p(out), 64) == 0 and (out[:64] == 1.0).all()
     assert kernels.fault() == ""
 
 
@@ -384,6 +416,252 @@ def test_kernel_parameters_above_4kb_do_not_compile(tmp_path):
             timeout=120)
     assert results[1000].returncode == 0, results[1000].output[-2000:]
     assert results[1100].returncode != 0 and "kernel parameters above 4 KB" in results[1100].output
+
+
+# ---- tensor-core instructions ----------------------------------------------------------------------------------------
+# The fragment tables of mma.m16n8k16 with f16/bf16 inputs and f32 accumulators, written out here from the PTX ISA
+# ("Matrix Fragments for mma.m16n8k16 with floating point type"; groupID = %laneid >> 2, threadID_in_group =
+# %laneid % 4), independently of the emulator's and plugins/common/mma.cuh's code. Each gives (row, col) per element.
+def ptx_fragment_a(lane):
+    group, thread = lane >> 2, lane % 4
+    return [(group if i in (0, 1, 4, 5) else group + 8, thread * 2 + (i & 1) + (8 if i >= 4 else 0))
+            for i in range(8)]
+
+
+def ptx_fragment_b(lane):
+    group, thread = lane >> 2, lane % 4
+    return [(thread * 2 + (i & 1) + (8 if i >= 2 else 0), group) for i in range(4)]
+
+
+def ptx_fragment_c(lane):
+    group, thread = lane >> 2, lane % 4
+    return [(group if i < 2 else group + 8, thread * 2 + (i & 1)) for i in range(4)]
+
+
+# A few lanes spelled out element by element (lane 5 is shared/reference/tensor-cores.md's worked example).
+PTX_LANES = {
+    0: {"a": [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)],
+        "b": [(0, 0), (1, 0), (8, 0), (9, 0)], "c": [(0, 0), (0, 1), (8, 0), (8, 1)]},
+    5: {"a": [(1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (1, 11), (9, 10), (9, 11)],
+        "b": [(2, 1), (3, 1), (10, 1), (11, 1)], "c": [(1, 2), (1, 3), (9, 2), (9, 3)]},
+    31: {"a": [(7, 6), (7, 7), (15, 6), (15, 7), (7, 14), (7, 15), (15, 14), (15, 15)],
+         "b": [(6, 7), (7, 7), (14, 7), (15, 7)], "c": [(7, 6), (7, 7), (15, 6), (15, 7)]},
+}
+
+
+def _tables(a_of, b_of, c_of):
+    return [np.ascontiguousarray([f(lane) for lane in range(32)], dtype=np.int32) for f in (a_of, b_of, c_of)]
+
+
+def _exact_inputs(rng, shape, kind):
+    """Random values that f16 (or bf16) represents exactly, as float32."""
+    values = rng.standard_normal(shape).astype(np.float32)
+    if kind == "f16":
+        return values.astype(np.float16).astype(np.float32)
+    return (values.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def _run_mma_table(kernels, a, b, c, tables, bf16):
+    d = np.full((16, 8), np.nan, dtype=np.float32)
+    status = kernels.emu.edgeattn_emu_selftest_mma_table(_p(a), _p(b), _p(c), _p(d), *[_p(t) for t in tables],
+                                                         1 if bf16 else 0)
+    assert status == 0, kernels.fault()
+    return d
+
+
+def test_ptx_fragment_tables_cover_each_element_once_and_match_the_spelled_out_lanes():
+    for lane, expected in PTX_LANES.items():
+        assert ptx_fragment_a(lane) == expected["a"]
+        assert ptx_fragment_b(lane) == expected["b"]
+        assert ptx_fragment_c(lane) == expected["c"]
+    for table, shape in ((ptx_fragment_a, (16, 16)), (ptx_fragment_b, (16, 8)), (ptx_fragment_c, (16, 8))):
+        cells = [cell for lane in range(32) for cell in table(lane)]
+        assert sorted(cells) == [(r, c) for r in range(shape[0]) for c in range(shape[1])]
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_mma_fragments_sit_where_the_ptx_isa_puts_them(kernels, kind):
+    """Each lane builds its fragments from full matrices through the tables above, the wrapper's mma runs, D goes
+    back through the C table: D must be A B + C (exact inputs, exact products: FP32 rounding only). The same with
+    groupID and threadID_in_group swapped in the tables must fail, so a layout bug cannot pass this test."""
+    rng = np.random.default_rng(12)
+    a, b = _exact_inputs(rng, (16, 16), kind), _exact_inputs(rng, (16, 8), kind)
+    c = rng.standard_normal((16, 8)).astype(np.float32)
+    expected = (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32)
+    for reverse in (False, True):
+        kernels.set_schedule(reverse)
+        d = _run_mma_table(kernels, a, b, c, _tables(ptx_fragment_a, ptx_fragment_b, ptx_fragment_c), kind == "bf16")
+        np.testing.assert_allclose(d, expected, rtol=1e-6, atol=1e-6)
+
+    def swapped(table):
+        return lambda lane: table((lane % 8) * 4 + lane // 8)
+
+    wrong = _run_mma_table(kernels, a, b, c, _tables(swapped(ptx_fragment_a), ptx_fragment_b, ptx_fragment_c),
+                           kind == "bf16")
+    assert not np.allclose(wrong, expected, rtol=1e-3, atol=1e-3)
+    wrong = _run_mma_table(kernels, a, b, c, _tables(ptx_fragment_a, swapped(ptx_fragment_b), ptx_fragment_c),
+                           kind == "bf16")
+    assert not np.allclose(wrong, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_mma_rounds_fp32_inputs_to_nearest_even_half(kernels):
+    """The wrapper's packHalf2 rounds FP32 to nearest even (ties included), as __float2half_rn does on a GPU."""
+    a = np.zeros((16, 16), dtype=np.float32)
+    b = np.zeros((16, 8), dtype=np.float32)
+    ties = np.float32(1.0) + np.float32(2.0 ** -11) * np.array([1, 3, 5, 7], dtype=np.float32)  # halfway cases
+    a[0, :4] = ties
+    b[:4, 0] = 1.0
+    c = np.zeros((16, 8), dtype=np.float32)
+    d = _run_mma_table(kernels, a, b, c, _tables(ptx_fragment_a, ptx_fragment_b, ptx_fragment_c), False)
+    assert d[0, 0] == ties.astype(np.float16).astype(np.float64).sum()
+
+
+def _ldmatrix_expected(rows, row_of_lane, count, trans):
+    """Register j of lane l, from the PTX ISA's description of ldmatrix .m8n8 .b16: matrix j is the rows addressed
+    by lanes 8j..8j+7; lane l receives row l / 4, elements 2 (l % 4) and + 1 (.trans: rows 2 (l % 4) and + 1 of
+    column l / 4), the lower index in the low half."""
+    expected = np.zeros((32, 4), dtype=np.uint32)
+    for j in range(count):
+        matrix = rows[row_of_lane[8 * j:8 * j + 8]]
+        for lane in range(32):
+            if trans:
+                lo, hi = matrix[2 * (lane % 4), lane // 4], matrix[2 * (lane % 4) + 1, lane // 4]
+            else:
+                lo, hi = matrix[lane // 4, 2 * (lane % 4)], matrix[lane // 4, 2 * (lane % 4) + 1]
+            expected[lane, j] = int(lo) | (int(hi) << 16)
+    return expected
+
+
+@pytest.mark.parametrize("count, trans", [(4, False), (4, True), (2, False), (2, True)])
+def test_ldmatrix_distributes_rows_as_the_ptx_isa_says(kernels, count, trans):
+    rng = np.random.default_rng(count + 10 * trans)
+    rows = rng.integers(0, 1 << 15, size=(8 * count, 8)).astype(np.uint16)  # no NaN patterns
+    row_of_lane = np.ascontiguousarray(
+        np.concatenate([rng.permutation(8 * count), np.zeros(32 - 8 * count, dtype=np.int64)]), dtype=np.int32)
+    expected = _ldmatrix_expected(rows, row_of_lane, count, trans)
+    for reverse in (False, True):
+        kernels.set_schedule(reverse)
+        out = np.zeros((32, 4), dtype=np.uint32)
+        assert kernels.emu.edgeattn_emu_selftest_ldmatrix(_p(rows), _p(row_of_lane), _p(out), count, int(trans),
+                                                           1) == 0, kernels.fault()
+        assert np.array_equal(out[:, :count], expected[:, :count])
+
+
+def test_ldmatrix_without_syncwarp_reads_rows_not_yet_written(kernels):
+    """Each lane stages one row, then ldmatrix reads rows of other lanes: without __syncwarp in between, a lane that
+    runs ahead reads a row its neighbour has not written (poisoned shared memory), in at least one schedule."""
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 1 << 15, size=(32, 8)).astype(np.uint16)
+    row_of_lane = np.ascontiguousarray((np.arange(32) + 9) % 32, dtype=np.int32)
+    expected = _ldmatrix_expected(rows, row_of_lane, 4, False)
+    correct = {}
+    for with_sync in (1, 0):
+        for reverse in (False, True):
+            kernels.set_schedule(reverse)
+            out = np.zeros((32, 4), dtype=np.uint32)
+            assert kernels.emu.edgeattn_emu_selftest_ldmatrix(_p(rows), _p(row_of_lane), _p(out), 4, 0,
+                                                               with_sync) == 0, kernels.fault()
+            correct[with_sync, reverse] = np.array_equal(out, expected)
+    assert correct[1, False] and correct[1, True]
+    assert not (correct[0, False] and correct[0, True])
+
+
+def test_mma_cuh_recipes_from_shared_memory(kernels):
+    """The recipes documented in mma.cuh: A by ldmatrix.x4 from a row-major tile, B by ldmatrix.x2 from an N x K
+    tile and by ldmatrix.x2.trans from a K x N tile, D through cRow/cCol: both products are A B."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 8)).astype(np.float16)
+    b_t = np.ascontiguousarray(b.T)
+    d1, d2 = np.full((16, 8), np.nan, dtype=np.float32), np.full((16, 8), np.nan, dtype=np.float32)
+    assert kernels.emu.edgeattn_emu_selftest_mma_from_shared(
+        _p(a.view(np.uint16)), _p(b_t.view(np.uint16)), _p(b.view(np.uint16)), _p(d1), _p(d2)) == 0, kernels.fault()
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(d1, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(d2, expected, rtol=1e-6, atol=1e-6)
+
+
+# ---- kernel path selection -------------------------------------------------------------------------------------------
+def _tiny_blockify(kernels, dtype):
+    """Launches blockify on a 7x7 map (one window, head_dim 16) and returns (status, launch log)."""
+    q = random_tensor((1, 49, 16), dtype)
+    out = torch.empty_like(q)
+    status = kernels.blockify_attention(ptr(q), ptr(q), ptr(q), ptr(out), 1, 7, 7, 16, 1, 7,
+                                        dtype=dtype_name(dtype), check=False)
+    return status, kernels.launches()
+
+
+@pytest.mark.parametrize("capability, code_arch, path, dtype, expected", [
+    ((5, 3), 0, "auto", torch.float16, "blockifyAttentionKernel"),
+    ((7, 5), 0, "auto", torch.float16, "blockifyAttentionKernel"),
+    ((8, 0), 0, "auto", torch.float16, "blockifyMmaKernel"),
+    ((8, 7), 0, "auto", torch.float16, "blockifyMmaKernel"),
+    ((9, 0), 0, "auto", torch.float16, "blockifyMmaKernel"),
+    ((8, 7), 0, "auto", torch.float32, "blockifyAttentionKernel"),       # no TF32: FP32 stays scalar
+    ((8, 7), 72, "auto", torch.float16, "blockifyAttentionKernel"),      # library without sm_80+ code for Orin
+    ((8, 7), 0, "scalar", torch.float16, "blockifyAttentionKernel"),
+    ((8, 7), 0, "tensor_core", torch.float16, "blockifyMmaKernel"),
+    ((8, 7), 0, "tensor_core", torch.float32, "blockifyAttentionKernel"),  # FP32 has no tensor-core kernel
+    ((5, 3), 0, "tensor_core", torch.float16, "device is sm_53"),
+    ((8, 7), 75, "tensor_core", torch.float16, "compiled for compute_75"),
+])
+def test_launchers_pick_the_kernel_path_by_compute_capability(kernels, capability, code_arch, path, dtype,
+                                                              expected):
+    kernels.set_compute_capability(*capability, code_arch=code_arch)
+    kernels.set_kernel_path(path)
+    status, log = _tiny_blockify(kernels, dtype)
+    if expected.endswith("Kernel"):
+        assert status == kernels_abi.STATUS_SUCCESS, kernels.last_error()
+        assert len(log) == 1 and log[0].startswith(expected), log
+    else:
+        assert status == kernels_abi.STATUS_UNSUPPORTED and log == []
+        assert expected in kernels.last_error() and "forced" in kernels.last_error()
+
+
+def test_set_compute_capability_selects_one_device_per_capability(kernels):
+    """The brief C hook: the same ordinal for the same capability every time (the launchers cache per ordinal), a
+    new one per capability, and the launch follows the device."""
+    kernels.emu.edgeattn_emu_set_compute_capability.argtypes = [ctypes.c_int, ctypes.c_int]
+    orin = kernels.emu.edgeattn_emu_set_compute_capability(8, 7)
+    nano = kernels.emu.edgeattn_emu_set_compute_capability(5, 3)
+    assert orin != nano and kernels.emu.edgeattn_emu_set_compute_capability(8, 7) == orin
+    assert kernels.set_compute_capability(8, 7) == orin and kernels.set_compute_capability(8, 7, 72) != orin
+    for capability, expected in (((8, 7), "blockifyMmaKernel"), ((5, 3), "blockifyAttentionKernel"),
+                                 ((8, 7), "blockifyMmaKernel")):
+        kernels.reset()
+        kernels.emu.edgeattn_emu_set_compute_capability(*capability)
+        status, log = _tiny_blockify(kernels, torch.float16)
+        assert status == 0 and log[0].startswith(expected), log
+
+
+def test_kernel_path_setting_is_validated(kernels):
+    assert kernels.kernel_path() == "auto"
+    assert kernels.set_kernel_path(7, check=False) == kernels_abi.STATUS_INVALID_ARGUMENT
+    assert "kernel path 7" in kernels.last_error() and kernels.kernel_path() == "auto"
+    kernels.set_kernel_path("scalar")
+    assert kernels.kernel_path() == "scalar"
+
+
+@pytest.mark.parametrize("value, expected_path, launch_status", [
+    ("scalar", "scalar", kernels_abi.STATUS_SUCCESS),
+    ("tensor_core", "tensor_core", kernels_abi.STATUS_UNSUPPORTED),  # the default emulated device is sm_75
+    ("fast", -1, kernels_abi.STATUS_INVALID_ARGUMENT),
+])
+def test_kernel_path_from_the_environment(emulated_library, value, expected_path, launch_status):
+    """$EDGEATTN_KERNEL_PATH is read once per process: each value in a fresh interpreter."""
+    script = (
+        "import numpy\n"
+        "from edgeattn.plugins import kernels_abi\n"
+        "k = kernels_abi.KernelsLibrary({library!r})\n"
+        "q, out = numpy.zeros(49 * 16, dtype=numpy.float16), numpy.zeros(49 * 16, dtype=numpy.float16)\n"
+        "status = k.blockify_attention(q.ctypes.data, q.ctypes.data, q.ctypes.data, out.ctypes.data, 1, 7, 7, 16, 1, "
+        "7, dtype='float16', check=False)\n"
+        "print(repr(k.kernel_path()), status, k.last_error())\n").format(library=emulated_library)
+    environment = dict(os.environ, EDGEATTN_KERNEL_PATH=value)
+    result = run_command([sys.executable, "-c", script], timeout=120, env=environment)
+    assert result.returncode == 0, result.output[-3000:]
+    path, status = result.stdout.split()[:2]
+    assert path == repr(expected_path) and int(status) == launch_status, result.stdout
 
 
 # ---- blockify attention --------------------------------------------------------------------------------------------
@@ -435,19 +713,96 @@ BLOCKIFY_CASES = [
 ]
 
 
+def expected_blockify_kernel(head_dim, dtype, capability, window):
+    """The launch-log text of the kernel (and template path) the launcher must pick: the tensor-core kernel pads
+    head_dim to 16/32/64/128 and carries 4 query tiles per staged key chunk when the window spans several chunks
+    (64/64/32/16 keys) and head_dim <= 32."""
+    if dtype == torch.float16 and capability >= (8, 0):
+        pad = 16 if head_dim <= 16 else 32 if head_dim <= 32 else 64 if head_dim <= 64 else 128
+        chunk = {16: 64, 32: 64, 64: 32, 128: 16}[pad]
+        passes = 4 if pad <= 32 and window * window > chunk else 1
+        return "[with int kHeadDimPad = {}; int kTilesPerPass = {};".format(pad, passes)
+    exact = {16: "16; bool kExact = true", 32: "32; bool kExact = true", 64: "64; bool kExact = true"}.get(
+        head_dim, "{}; bool kExact = false".format(32 if head_dim < 32 else 64 if head_dim < 64 else 128))
+    return "kMaxHeadDim = " + exact
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("case", BLOCKIFY_CASES, ids=[case[0] for case in BLOCKIFY_CASES])
-def test_blockify_attention_matches_reference(kernels, dtype, case):
-    """Every template path (head_dim 16/32/64 exact, < 32 / < 64 / <= 128 generic), LePE on/off, the three padding
-    modes (none on a divisible map; zeros and masked on non-divisible ones and on a window larger than the map),
-    several key tiles per window, several query chunks per window (289 queries, 256 threads), explicit scale."""
+def test_blockify_attention_matches_reference(kernels, dtype, case, capability):
+    """Scalar path (sm_53; and FP32 on sm_87): every template path (head_dim 16/32/64 exact, < 32 / < 64 / <= 128
+    generic), LePE on/off, the three padding modes (none on a divisible map; zeros and masked on non-divisible ones
+    and on a window larger than the map), several key tiles per window, several query chunks per window (289
+    queries, 256 threads), explicit scale. Tensor-core path (FP16 on sm_87): head_dim padded to 16/32/64/128, one
+    to five key chunks per window (staged once or per query tile), 16-row query tiles cut by the window and the map,
+    vector and element-wise staging (aligned and misaligned pointers, head_dim 13), spare warps in the last block."""
+    kernels.set_compute_capability(*capability)
     label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned = case
     q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, dtype)
     log = run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
-    head_dim = channels // heads
-    expected = {16: "16; bool kExact = true", 32: "32; bool kExact = true", 64: "64; bool kExact = true"}.get(
-        head_dim, "{}; bool kExact = false".format(32 if head_dim < 32 else 64 if head_dim < 64 else 128))
-    assert len(log) == 1 and "kMaxHeadDim = " + expected in log[0], log
+    expected = expected_blockify_kernel(channels // heads, dtype, capability, window)
+    assert len(log) == 1 and expected in log[0], log
+
+
+TENSOR_CORE_BLOCKIFY_CASES = [
+    # (label, batch, height, width, channels, heads, window, padding, lepe, query scale)
+    ("24x24 ws12 d32 (384 px stage 1)", 1, 24, 24, 64, 2, 12, "none", True, 1.0),
+    ("28x28 ws14 d32 masked", 1, 26, 27, 32, 1, 14, "masked", True, 1.0),
+    ("14x14 ws7 d32 sharp softmax", 2, 14, 14, 32, 1, 7, "none", False, 6.0),
+]
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("case", TENSOR_CORE_BLOCKIFY_CASES, ids=[case[0] for case in TENSOR_CORE_BLOCKIFY_CASES])
+def test_blockify_attention_window_sizes_and_sharp_softmax_fp16(kernels, case, capability):
+    """Windows of 144 and 196 keys (three and four key chunks, 9 and 13 query tiles, masked padding on a ragged
+    map), and large scores (q x 6: a near one-hot softmax, where P's rounding matters most), FP16 on both paths."""
+    kernels.set_compute_capability(*capability)
+    label, batch, height, width, channels, heads, window, padding, lepe, query_scale = case
+    q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, torch.float16)
+    q = (q.float() * query_scale).half()
+    log = run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, 0.0, padding)
+    assert len(log) == 1 and expected_blockify_kernel(channels // heads, torch.float16, capability, window) in log[0], \
+        log
+
+
+# A fragment-layout bug planted in the kernels' side of the contract (mma.cuh's lane -> groupID/threadID_in_group,
+# with the two swapped the way a row-major/column-major mix-up of the lane grid would): the emulator still executes
+# mma by the PTX ISA's tables, so the tensor-core kernel now puts Q in the wrong fragment slots, masks and stores the
+# wrong columns, and the kernel tests must fail. The scalar path does not use mma.cuh and must still pass.
+PLANTED_LAYOUT_BUG = (
+    ("common/mma.cuh", "    return lane >> 2;\n", "    return lane & 7; // planted: groupID\n"),
+    ("common/mma.cuh", "    return lane & 3;\n", "    return lane >> 3; // planted: threadID_in_group\n"),
+)
+
+
+@pytest.fixture(scope="module")
+def planted_kernels(emulated_library):
+    try:
+        library = build_emulated.cached_build(mutations=PLANTED_LAYOUT_BUG)
+    except build_emulated.RewriteError as error:
+        pytest.fail("the planted fragment-layout bug no longer applies to mma.cuh: {}".format(error))
+    kernels = EmulatedKernels(library)
+    _fresh(kernels)
+    yield kernels
+    _fresh(kernels)
+
+
+@pytest.mark.parametrize("case", [BLOCKIFY_CASES[0], BLOCKIFY_CASES[6]],
+                         ids=[BLOCKIFY_CASES[0][0], BLOCKIFY_CASES[6][0]])
+def test_a_planted_fragment_layout_bug_fails_the_kernel_tests(planted_kernels, case):
+    label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned = case
+    q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, torch.float16)
+    planted_kernels.set_compute_capability(5, 3)
+    run_blockify(planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
+    planted_kernels.set_compute_capability(8, 7)
+    with pytest.raises(AssertionError) as caught:
+        run_blockify(planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
+    message = str(caught.value)
+    assert "FP16 max error" in message or "left unwritten" in message or "depends on the block/warp" in message, \
+        message
+    assert planted_kernels.launches()[0].startswith("blockifyMmaKernel"), planted_kernels.launches()
 
 
 # ---- EFFATT --------------------------------------------------------------------------------------------------------
@@ -623,11 +978,16 @@ CSWIN_224 = ((56, 64, 2, 7), (28, 128, 4, 7), (14, 256, 8, 14), (7, 512, 16, 7))
 @pytest.mark.parametrize("stage", range(4), ids=["stage1", "stage2", "stage3", "stage4"])
 def test_cswin_224_stage_shapes(kernels, dtype, stage):
     """The stage shapes test_plugins_kernels_gpu.py runs at 224^2 (ELFATT branches with half the channels and
-    heads, SOFT on the full width with 8x8..1x1 landmark grids, LiteMLA groups of 32), batch 3."""
+    heads, SOFT on the full width with 8x8..1x1 landmark grids, LiteMLA groups of 32), batch 3; FP16 blockify on
+    the scalar (sm_53) and the tensor-core (sm_87) path."""
     side, channels, heads, window = CSWIN_224[stage]
     tokens = side * side
     q, k, v, weight, bias = blockify_inputs(3, tokens, channels // 2, stage != 2, dtype)
-    run_blockify(kernels, q, k, v, weight, bias, side, side, heads // 2, window, 0.0, "none")
+    for capability in CAPABILITIES if dtype == torch.float16 else CAPABILITIES[:1]:
+        kernels.set_compute_capability(*capability)
+        log = run_blockify(kernels, q, k, v, weight, bias, side, side, heads // 2, window, 0.0, "none")
+        assert expected_blockify_kernel(channels // heads, dtype, capability, window) in log[0], log
+    kernels.set_compute_capability(7, 5)
     run_efficient(kernels, *effatt_inputs(3, tokens, channels // 2, dtype), heads=heads // 2)
     qkv = random_tensor((3, 2 * channels // 32 * 3 * 32, side, side), dtype, seed=40)
     for kernel in ("relu", "quadratic_taylor"):

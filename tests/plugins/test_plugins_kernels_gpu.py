@@ -8,6 +8,9 @@ for the FP16 cases) inputs. Criteria:
 Shapes: CSWin-T24181 stages (maps 56/28/14/7 at 224, scaled by 384/224 and 512/224; channels 64/128/256/512,
 heads 2/4/8/16; the ELFATT branches get half the channels and heads), odd batch sizes, plus one edge case per
 kernel (misaligned base pointers, ragged sizes, windows larger than the map, global-memory Newton path...).
+Kernel paths: every FP16 case runs twice, with the scalar kernels forced (edgeattn_set_kernel_path, the sm_53
+path) and with the tensor-core kernels forced (sm_80+ only: skipped on older GPUs); FP32 runs the scalar kernels
+(there is no TF32 path). A profiler check confirms which kernel each setting launches.
 Marked `gpu`: skipped on machines without CUDA (like CI).
 """
 
@@ -40,6 +43,24 @@ def stage_shapes():
 @pytest.fixture(scope="module")
 def kernels(gpu_kernels_library):
     return KernelsLibrary(gpu_kernels_library)
+
+
+#: (dtype, kernel path): FP32 has scalar kernels only; FP16 runs on both paths
+DTYPE_PATHS = [pytest.param(torch.float32, "scalar", id="fp32"),
+               pytest.param(torch.float16, "scalar", id="fp16-scalar"),
+               pytest.param(torch.float16, "tensor_core", id="fp16-tensor_core")]
+
+
+@pytest.fixture
+def kernel_path(kernels):
+    """``kernel_path(name)`` forces "scalar" or "tensor_core" for the test (skips tensor cores below sm_80)."""
+    def apply(path):
+        if path == "tensor_core" and torch.cuda.get_device_capability() < (8, 0):
+            pytest.skip("tensor-core kernels need sm_80+; this GPU is sm_{}{}".format(
+                *torch.cuda.get_device_capability()))
+        kernels.set_kernel_path(path)
+    yield apply
+    kernels.set_kernel_path("auto")
 
 
 @pytest.fixture(autouse=True)
@@ -100,9 +121,10 @@ def run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, s
     return out
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("resolution, stage, side, channels, heads", list(stage_shapes()))
-def test_blockify_attention_cswin_stages(kernels, dtype, resolution, stage, side, channels, heads):
+def test_blockify_attention_cswin_stages(kernels, kernel_path, dtype, path, resolution, stage, side, channels, heads):
+    kernel_path(path)
     window = BLOCK_SIZES[stage]
     padding = "none" if side % window == 0 else ("zeros" if stage % 2 == 0 else "masked")
     batch = 3 if side <= 64 else 1
@@ -121,10 +143,11 @@ def test_blockify_attention_cswin_stages(kernels, dtype, resolution, stage, side
           "blockify {}px stage {} {} pad={}".format(resolution, stage + 1, dtype, padding))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("padding", ["zeros", "masked"])
-def test_blockify_attention_edge_cases(kernels, dtype, padding):
+def test_blockify_attention_edge_cases(kernels, kernel_path, dtype, path, padding):
     """Misaligned pointers, head_dim 13 (generic path), a window larger than a 5x9 map, explicit scale."""
+    kernel_path(path)
     height, width, heads, channels, window, batch = 5, 9, 3, 39, 11, 5
     q, k, v = (device_tensor((batch, height * width, channels), dtype, misaligned=True, seed=10 + i) for i in range(3))
     weight = device_tensor((channels, 1, 3, 3), dtype, scale=0.3, misaligned=True, seed=13)
@@ -138,6 +161,36 @@ def test_blockify_attention_edge_cases(kernels, dtype, padding):
     check(out, reference, [q, k, v, weight, bias], dtype, "blockify edge {} {}".format(padding, dtype))
 
 
+def model_windows():
+    """(resolution, stage, side, branch channels, branch heads, window) with CSWin-T24181-ELFATT's default windows at
+    384 and 512 (stage-4 side; stage-3 side for stage 3: 12-12-24-12, 16-16-32-16): windows of 144 to 1024 keys."""
+    for resolution in (384, 512):
+        sides = [resolution // 4, resolution // 8, resolution // 16, resolution // 32]
+        for index, (_, channels, heads) in enumerate(STAGES):
+            window = sides[2] if index == 2 else sides[3]
+            yield resolution, index, sides[index], channels // 2, heads // 2, window
+
+
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+@pytest.mark.parametrize("resolution, stage, side, channels, heads, window", list(model_windows()))
+def test_blockify_attention_model_windows(kernels, kernel_path, dtype, path, resolution, stage, side, channels,
+                                          heads, window):
+    """The windows the model uses at 384 and 512 (several key chunks per window: the tensor-core kernel's
+    four-tiles-per-pass variant), LePE on, batch 2."""
+    kernel_path(path)
+    q, k, v = (device_tensor((2, side * side, channels), dtype, seed=80 + i) for i in range(3))
+    weight = device_tensor((channels, 1, 3, 3), dtype, scale=0.3, seed=83)
+    bias = device_tensor((channels,), dtype, scale=0.1, seed=84)
+    out = run_blockify(kernels, q, k, v, weight, bias, side, side, heads, window, 0.0, "none")
+
+    def reference(q_, k_, v_, w_, b_):
+        return blockify_attention(q_, k_, v_, num_heads=heads, height=side, width=side, window_size=window,
+                                  scale=None, lepe_weight=w_, lepe_bias=b_, padding="none")
+
+    check(out, reference, [q, k, v, weight, bias], dtype,
+          "blockify {}px stage {} window {} {} {}".format(resolution, stage + 1, window, dtype, path))
+
+
 # ---- EFFATT ----------------------------------------------------------------------------------------------------------
 def run_efficient(kernels, q, k, v, heads, misaligned=False):
     b, n, c = q.shape
@@ -149,9 +202,10 @@ def run_efficient(kernels, q, k, v, heads, misaligned=False):
     return out
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("resolution, stage, side, channels, heads", list(stage_shapes()))
-def test_efficient_attention_cswin_stages(kernels, dtype, resolution, stage, side, channels, heads):
+def test_efficient_attention_cswin_stages(kernels, kernel_path, dtype, path, resolution, stage, side, channels, heads):
+    kernel_path(path)
     batch = 3 if side <= 64 else 1
     q, k, v = (device_tensor((batch, side * side, channels), dtype, scale=2.0, seed=20 + i) for i in range(3))
     out = run_efficient(kernels, q, k, v, heads)
@@ -159,10 +213,11 @@ def test_efficient_attention_cswin_stages(kernels, dtype, resolution, stage, sid
           "effatt {}px stage {} {}".format(resolution, stage + 1, dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("tokens, channels, heads", [(1, 32, 1), (257, 60, 3), (65537, 32, 1)])
-def test_efficient_attention_edge_cases(kernels, dtype, tokens, channels, heads):
+def test_efficient_attention_edge_cases(kernels, kernel_path, dtype, path, tokens, channels, heads):
     """One token, ragged N and head_dim 20 with misaligned pointers, and N past the 256-split cap."""
+    kernel_path(path)
     q, k, v = (device_tensor((3, tokens, channels), dtype, scale=3.0, misaligned=True, seed=30 + i) for i in range(3))
     out = run_efficient(kernels, q, k, v, heads, misaligned=True)
     check(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=heads), [q, k, v], dtype,
@@ -183,10 +238,11 @@ def run_lite_mla(kernels, qkv, head_dim, kernel, eps, alpha, beta, gamma, misali
     return out
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("kernel", ["relu", "quadratic_taylor"])
 @pytest.mark.parametrize("resolution, stage, side, channels, heads", list(stage_shapes()))
-def test_lite_mla_cswin_stages(kernels, dtype, kernel, resolution, stage, side, channels, heads):
+def test_lite_mla_cswin_stages(kernels, kernel_path, dtype, path, kernel, resolution, stage, side, channels, heads):
+    kernel_path(path)
     head_dim = 32
     groups = 2 * channels // head_dim  # the full stage width, LiteMLA-style groups of 32
     batch = 3 if side <= 64 else 1
@@ -202,9 +258,10 @@ def test_lite_mla_cswin_stages(kernels, dtype, kernel, resolution, stage, side, 
     check(out, reference, [qkv], dtype, "litemla {} {}px stage {} {}".format(kernel, resolution, stage + 1, dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
-def test_lite_mla_edge_cases(kernels, dtype):
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+def test_lite_mla_edge_cases(kernels, kernel_path, dtype, path):
     """head_dim 16, per-group QT coefficients, a 7x9 map, misaligned pointers, and the ReLU all-zero query row."""
+    kernel_path(path)
     head_dim, groups, batch, height, width = 16, 5, 3, 7, 9
     qkv = device_tensor((batch, groups * 3 * head_dim, height, width), dtype, misaligned=True, seed=50)
     qkv[:, :head_dim, 0, 0] = -1.0  # group 0, token 0: relu(q) = 0 -> out = 0 / (0 + eps)
@@ -234,11 +291,13 @@ def run_soft(kernels, q, landmarks, v, heads, iters, symmetric, misaligned=False
     return out
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("resolution, stage, side, channels, heads", list(stage_shapes()))
-def test_soft_kernel_attention_cswin_stages(kernels, dtype, resolution, stage, side, channels, heads):
+def test_soft_kernel_attention_cswin_stages(kernels, kernel_path, dtype, path, resolution, stage, side, channels,
+                                            heads):
     """SOFT-style 8x8/4x4/2x2/1x1 landmark grids: M = 49 at 224 (shared-memory Newton), 144 / 256 at 384 / 512
     for stage 1 (global-memory Newton path)."""
+    kernel_path(path)
     channels, heads = 2 * channels, 2 * heads  # SOFT attends over the full stage width
     stride = (8, 4, 2, 1)[stage]
     m = (side // stride) ** 2
@@ -256,13 +315,14 @@ def test_soft_kernel_attention_cswin_stages(kernels, dtype, resolution, stage, s
           "soft++ {}px stage {} M={} {}".format(resolution, stage + 1, m, dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
 @pytest.mark.parametrize("m, channels, heads, symmetric, iters", [
     (1, 48, 2, True, 20),     # a single landmark, head_dim 24
     (53, 40, 2, False, 20),   # SOFT without normalisation, M not a multiple of 4, head_dim 20
     (200, 64, 2, True, 7),    # global-memory Newton path, few iterations
 ])
-def test_soft_kernel_attention_edge_cases(kernels, dtype, m, channels, heads, symmetric, iters):
+def test_soft_kernel_attention_edge_cases(kernels, kernel_path, dtype, path, m, channels, heads, symmetric, iters):
+    kernel_path(path)
     d = channels // heads
     tokens, batch = 1000, 3
     q = device_tensor((batch, tokens, channels), dtype, scale=d ** -0.25, misaligned=True, seed=70)
@@ -274,6 +334,22 @@ def test_soft_kernel_attention_edge_cases(kernels, dtype, m, channels, heads, sy
         return soft_kernel_attention(q_, l_, v_, num_heads=heads, newton_iters=iters, symmetric_norm=symmetric)
 
     check(out, reference, [q, landmarks, v], dtype, "soft edge M={} {}".format(m, dtype))
+
+
+@pytest.mark.parametrize("path, expected, absent", [("scalar", "blockifyAttentionKernel", "blockifyMmaKernel"),
+                                                      ("tensor_core", "blockifyMmaKernel", "blockifyAttentionKernel")])
+def test_kernel_path_setting_launches_that_kernel(kernels, kernel_path, path, expected, absent):
+    """The CUDA profiler sees which kernel an FP16 blockify launch ran under each forced path."""
+    kernel_path(path)
+    q, k, v = (device_tensor((2, 14 * 14, 64), torch.float16, seed=i) for i in range(3))
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        run_blockify(kernels, q, k, v, None, None, 14, 14, 2, 7, 0.0, "none")
+        torch.cuda.synchronize()
+    names = [event.name for event in profile.events()]
+    if not names:
+        pytest.skip("the CUDA profiler (CUPTI) recorded no kernels here")
+    assert any(expected in name for name in names) and not any(absent in name for name in names), names
 
 
 def test_kernels_leave_no_cuda_error(kernels):

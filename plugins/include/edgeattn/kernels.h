@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature or an enum value below changes. */
-#define EDGEATTN_KERNELS_ABI_VERSION 1
+#define EDGEATTN_KERNELS_ABI_VERSION 2
 
 typedef enum edgeattn_status
 {
@@ -65,13 +65,32 @@ typedef enum edgeattn_lite_mla_kernel
     EDGEATTN_LITE_MLA_QUADRATIC_TAYLOR = 1
 } edgeattn_lite_mla_kernel;
 
+typedef enum edgeattn_kernel_path
+{
+    EDGEATTN_KERNEL_PATH_AUTO = 0,       /* tensor-core kernels where the device (sm_80+) and this build allow */
+    EDGEATTN_KERNEL_PATH_SCALAR = 1,     /* always the scalar kernels (the sm_53 path and the reference) */
+    EDGEATTN_KERNEL_PATH_TENSOR_CORE = 2 /* tensor-core kernels; a call that has one fails where it cannot run */
+} edgeattn_kernel_path;
+
 /* Library information. */
 EDGEATTN_API int edgeattn_kernels_abi_version(void);
-/* One line, e.g. "edgeattn kernels 0.1.0; abi 1; cuda 13000; archs 75;87;90". */
+/* One line, e.g. "edgeattn kernels 0.1.0; abi 2; cuda 13000; archs 75,87,90; tensor cores sm_80+". */
 EDGEATTN_API const char* edgeattn_kernels_build_info(void);
 EDGEATTN_API const char* edgeattn_status_string(int status);
 /* Why the last call on this thread failed ("" after a success). */
 EDGEATTN_API const char* edgeattn_last_error(void);
+
+/*
+ * Kernel path, process-wide: which kernel the launchers below run where a tensor-core kernel exists for the call
+ * (FP16 I/O of blockify attention, EFFATT, LiteMLA and SOFT, within their head_dim limits; see plugins/README.md).
+ * The initial value comes from $EDGEATTN_KERNEL_PATH (auto | scalar | tensor_core; another value makes such
+ * launches fail with EDGEATTN_STATUS_INVALID_ARGUMENT), else AUTO. With TENSOR_CORE, such a launch fails with
+ * EDGEATTN_STATUS_UNSUPPORTED on a device below sm_80 or when this library has no sm_80+ code for the device.
+ * set returns EDGEATTN_STATUS_SUCCESS or EDGEATTN_STATUS_INVALID_ARGUMENT; get returns the setting (-1 while
+ * $EDGEATTN_KERNEL_PATH holds an unknown value). Not synchronised with launches in flight on other threads.
+ */
+EDGEATTN_API int edgeattn_set_kernel_path(int path);
+EDGEATTN_API int edgeattn_get_kernel_path(void);
 
 /*
  * EdgeAttnBlockifyAttention: softmax attention inside non-overlapping window_size x window_size windows of the

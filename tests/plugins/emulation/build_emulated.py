@@ -16,6 +16,9 @@ at plugins/. The copies are compiled as C++17 with g++ (``-include cuda_emulatio
 from ``include/``) together with the emulator runtime and ``selftest_kernels.cu`` into one shared library that
 exports the C ABI of include/edgeattn/kernels.h plus the ``edgeattn_emu_*`` test hooks.
 
+A build may also apply ``mutations`` (relative path under plugins/, old text, new text) to the copies: the tests
+build a variant with a planted fragment-layout bug that the kernel tests must catch.
+
 Usage: ``python tests/plugins/emulation/build_emulated.py [--output DIR]`` (prints the library path).
 Python 3.8 compatible; external tools run through edgeattn._subprocess.run_command.
 """
@@ -41,9 +44,11 @@ CXX_FLAGS = ["-std=c++17", "-O1", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wno
              "-Wno-unused-variable", "-Wno-unknown-pragmas"]
 BUILD_TIMEOUT_S = 600
 
-if REPO_ROOT not in sys.path:
-    sys.path.insert(0, REPO_ROOT)
+for _path in (REPO_ROOT, os.path.dirname(EMULATION_DIR)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 from edgeattn._subprocess import run_command  # noqa: E402
+from plugin_test_utils import build_lock  # noqa: E402
 
 
 class RewriteError(Exception):
@@ -254,12 +259,27 @@ def rewrite_source(text, label):
         "launches": launches, "shared": shared, "vector_accesses": vectors, "launch_bounds": bounds}
 
 
-def write_rewritten_tree(destination):
+def apply_mutations(relative, text, mutations):
+    """``text`` of plugins/``relative`` with each matching (path, old, new) of ``mutations`` applied once."""
+    for path, old, new in mutations:
+        if path != relative:
+            continue
+        if text.count(old) != 1:
+            raise RewriteError("mutation of {}: {!r} occurs {} times, not once".format(path, old, text.count(old)))
+        text = text.replace(old, new)
+    return text
+
+
+def write_rewritten_tree(destination, mutations=()):
     """Rewritten copies of plugins/ sources under ``destination``; returns {relative path: rewrite counts}."""
     counts = {}
-    for relative in copied_files():
+    files = copied_files()
+    for path, _, _ in mutations:
+        if path not in files:
+            raise RewriteError("mutation of {}: no such kernel source under plugins/".format(path))
+    for relative in files:
         with open(os.path.join(PLUGINS_DIR, relative)) as handle:
-            text = handle.read()
+            text = apply_mutations(relative, handle.read(), mutations)
         rewritten, counts[relative] = rewrite_source(text, "plugins/" + relative)
         target = os.path.join(destination, relative)
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -273,9 +293,12 @@ def write_rewritten_tree(destination):
 
 
 # ---- build --------------------------------------------------------------------------------------------------------
-def source_digest(compiler):
-    """Hash of every input of the build: plugins/ sources, the emulator, this script, the compiler version."""
+def source_digest(compiler, mutations=()):
+    """Hash of every input of the build: plugins/ sources, the emulator, this script, the compiler version, and
+    the mutations."""
     digest = hashlib.sha256()
+    for mutation in mutations:
+        digest.update(repr(tuple(mutation)).encode())
     inputs = [os.path.join(PLUGINS_DIR, relative) for relative in copied_files()]
     inputs += [os.path.join(PLUGINS_DIR, relative) for relative in ("CMakeLists.txt",)]
     for root, dirs, files in os.walk(PLUGINS_DIR):
@@ -293,7 +316,7 @@ def source_digest(compiler):
     return digest.hexdigest()[:16]
 
 
-def build(output_dir, compiler=None, jobs=2, keep_sources=False):
+def build(output_dir, compiler=None, jobs=2, keep_sources=False, mutations=()):
     """Compile the emulated kernels library into ``output_dir``; returns its path. Raises RuntimeError."""
     compiler = compiler or find_compiler()
     if compiler is None:
@@ -301,7 +324,7 @@ def build(output_dir, compiler=None, jobs=2, keep_sources=False):
     work = tempfile.mkdtemp(prefix="edgeattn-emu-src-")
     try:
         tree = os.path.join(work, "plugins")
-        write_rewritten_tree(tree)
+        write_rewritten_tree(tree, mutations)
         common = [compiler] + CXX_FLAGS + host_flags() + [
             "-I", SHIM_DIR, "-I", tree, "-I", os.path.join(tree, "include"), "-include", HEADER,
             '-DEDGEATTN_VERSION_STRING="emulated"', '-DEDGEATTN_CUDA_ARCHS_STRING="cpu-emulation"']
@@ -336,28 +359,30 @@ def build(output_dir, compiler=None, jobs=2, keep_sources=False):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def cached_build(compiler=None):
+def cached_build(compiler=None, mutations=()):
     """The library, built once per input digest into $TMPDIR/edgeattn-kernels-emulated-<digest>/
     (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild). Safe against a concurrent build of the same digest."""
     compiler = compiler or find_compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler (g++/c++) found")
-    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-emulated-" + source_digest(compiler))
+    cache_dir = os.path.join(tempfile.gettempdir(),
+                             "edgeattn-kernels-emulated-" + source_digest(compiler, mutations))
     library = os.path.join(cache_dir, LIBRARY_NAME)
     marker = os.path.join(cache_dir, "BUILD_OK")
-    if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
-        staging = tempfile.mkdtemp(prefix="edgeattn-kernels-emulated-stage-")
-        try:
-            build(staging, compiler)
-            with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
-                handle.write("ok\n")
-            shutil.rmtree(cache_dir, ignore_errors=True)
+    with build_lock(cache_dir):  # one build per digest across pytest-xdist workers and the 3.8 pass
+        if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
+            staging = tempfile.mkdtemp(prefix="edgeattn-kernels-emulated-stage-")
             try:
-                os.rename(staging, cache_dir)
-            except OSError:  # another session published the same build first
-                pass
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+                build(staging, compiler, mutations=mutations)
+                with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
+                    handle.write("ok\n")
+                shutil.rmtree(cache_dir, ignore_errors=True)
+                try:
+                    os.rename(staging, cache_dir)
+                except OSError:  # another session published the same build first
+                    pass
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
     return library
 
 

@@ -2,6 +2,12 @@
  * Runtime of the CUDA-on-CPU emulation (see cuda_emulation.h): fibers per thread block, barriers, warp exchange,
  * shared memory with poison and canaries, launch validation, device faults, and the test hooks (edgeattn_emu_*).
  */
+// Fibers switch with _setjmp/_longjmp between their own stacks; glibc's fortified longjmp (__longjmp_chk) would
+// take a jump to another stack for stack corruption.
+#ifdef _FORTIFY_SOURCE
+#undef _FORTIFY_SOURCE
+#endif
+
 #include "cuda_emulation.h"
 
 #include <algorithm>
@@ -48,22 +54,29 @@ struct Barrier
     char const* file = nullptr;
     int line = 0;
     unsigned int mask = 0;
+    char const* what = nullptr; // the warp operation the waiting lanes are in
 };
 
 struct Fiber
 {
     ThreadState state;
-    ucontext_t context;
+    ucontext_t context; // the entry point (makecontext); later switches use `resume`
+    jmp_buf resume;
+    bool started = false;
     bool done = false;
     Barrier* waitingOn = nullptr;
     uint64_t waitGeneration = 0;
 };
+
+constexpr size_t kCollectiveBytes = 48; // per lane, operands (and results) of mma and ldmatrix
 
 struct Warp
 {
     Barrier barrier;
     unsigned long long slots[32];
     bool votes[32];
+    unsigned char operands[32][kCollectiveBytes];
+    unsigned char results[32][kCollectiveBytes];
 };
 
 struct StaticAllocation
@@ -95,7 +108,11 @@ struct LaunchRecord
 // ---- global state (the emulation is single-threaded: one launch at a time) --------------------------------------
 Block gBlock;
 Fiber* gFiber = nullptr;
-ucontext_t gScheduler;
+// Switching: the scheduler saves itself in gScheduler (_setjmp) and enters a fiber with setcontext the first time,
+// _longjmp to its `resume` afterwards; a fiber yields with _setjmp(resume) + _longjmp(gScheduler). Unlike
+// swapcontext, neither saves or restores the signal mask, so a switch costs no system call (the emulation spends
+// most of its time switching: every barrier, shuffle, mma and ldmatrix switches each lane out and back in).
+jmp_buf gScheduler;
 sigjmp_buf gFaultJump;
 volatile sig_atomic_t gInFiber = 0;
 bool gFaulted = false;
@@ -108,6 +125,17 @@ std::vector<LaunchRecord> gLaunches;
 std::map<void const*, int> gMaxDynamicShared;
 bool gReverse = false;
 bool gWarpGreedy = true;
+
+//! The emulated devices: a compute capability and the arch the library's code for it "was compiled for" (what
+//! cudaFuncGetAttributes reports as ptxVersion). Each distinct pair is its own ordinal, kept for the process, so
+//! the launchers' per-device caches stay right when a test switches devices. Ordinal 0 is sm_75.
+struct EmulatedDevice
+{
+    int computeCapability;
+    int codeArch;
+};
+std::vector<EmulatedDevice> gDevices(1, EmulatedDevice{75, 75});
+int gCurrentDevice = 0;
 unsigned char* gArena = nullptr;
 unsigned char* gStacks = nullptr;
 size_t gStackCount = 0;
@@ -177,7 +205,10 @@ void recordFault(cudaError_t error, std::string const& message)
 void yieldToScheduler()
 {
     Fiber* const self = gFiber;
-    swapcontext(&self->context, &gScheduler);
+    if (_setjmp(self->resume) == 0)
+    {
+        _longjmp(gScheduler, 1);
+    }
 }
 
 void arrive(Barrier& barrier, int expected)
@@ -214,8 +245,7 @@ void fiberMain()
     {
         deviceFault(cudaErrorLaunchFailure, "thread exited while lanes of its warp wait for it in a warp operation");
     }
-    swapcontext(&self->context, &gScheduler);
-    std::abort(); // a finished fiber is never resumed
+    _longjmp(gScheduler, 1); // a finished fiber is never resumed
 }
 
 void segfaultHandler(int signal, siginfo_t* info, void*)
@@ -283,7 +313,7 @@ bool runBlock(int threadCount)
         getcontext(&fiber.context);
         fiber.context.uc_stack.ss_sp = gStacks + static_cast<size_t>(i) * slot + gPageBytes;
         fiber.context.uc_stack.ss_size = kStackBytes;
-        fiber.context.uc_link = &gScheduler;
+        fiber.context.uc_link = nullptr; // fiberMain never returns: it jumps back to the scheduler
         makecontext(&fiber.context, fiberMain, 0);
     }
 
@@ -326,7 +356,15 @@ bool runBlock(int threadCount)
                     gFiber = &fiber;
                     currentThread = &fiber.state;
                     gInFiber = 1;
-                    swapcontext(&gScheduler, &fiber.context);
+                    if (_setjmp(gScheduler) == 0)
+                    {
+                        if (!fiber.started)
+                        {
+                            fiber.started = true;
+                            setcontext(&fiber.context);
+                        }
+                        _longjmp(fiber.resume, 1);
+                    }
                     gInFiber = 0;
                     ran = true;
                     progressed = true;
@@ -390,7 +428,7 @@ void deviceFault(int error, char const* format, ...)
     if (gInFiber && gFiber != nullptr)
     {
         gInFiber = 0;
-        swapcontext(&gFiber->context, &gScheduler); // never resumed
+        _longjmp(gScheduler, 1); // never resumed
     }
     std::fprintf(stderr, "cuda emulation: device fault outside a kernel: %s\n", gFaultMessage.c_str());
     std::abort();
@@ -453,13 +491,55 @@ void warpBarrier(Warp& warp, unsigned int mask, char const* what)
     if (warp.barrier.arrived == 0)
     {
         warp.barrier.mask = mask;
+        warp.barrier.what = what;
     }
     else if (warp.barrier.mask != mask)
     {
         deviceFault(cudaErrorLaunchFailure, "%s: lanes of one warp disagree on the mask (0x%08x vs 0x%08x)", what,
             mask, warp.barrier.mask);
     }
+    else if (std::strcmp(warp.barrier.what, what) != 0)
+    {
+        deviceFault(cudaErrorLaunchFailure, "lanes of one warp are in different warp operations (%s and %s)", what,
+            warp.barrier.what);
+    }
     arrive(warp.barrier, __builtin_popcount(mask));
+}
+
+typedef void (*CollectiveBody)(unsigned char const (*operands)[kCollectiveBytes],
+    unsigned char (*results)[kCollectiveBytes], void const* context);
+
+/*
+ * A full-warp collective: every lane deposits `bytes` of operands, the last lane to arrive computes every lane's
+ * result (`body`), the warp barrier releases them, and each lane copies out its own `resultBytes`. One barrier is
+ * enough: the next full-warp collective computes (overwriting the results) only when its last lane arrives, and
+ * every lane reads its result before it can get there.
+ */
+void warpCollective(char const* what, void const* operands, size_t bytes, CollectiveBody body, void const* context,
+    void* result, size_t resultBytes)
+{
+    Warp& warp = warpOfCaller(0xffffffffU, what);
+    unsigned int const lane = currentThread->linear & 31U;
+    std::memcpy(warp.operands[lane], operands, bytes);
+    if (warp.barrier.arrived == 31 && warp.barrier.what != nullptr && std::strcmp(warp.barrier.what, what) == 0)
+    {
+        body(warp.operands, warp.results, context);
+    }
+    warpBarrier(warp, 0xffffffffU, what);
+    std::memcpy(result, warp.results[lane], resultBytes);
+}
+
+float fragmentValue(uint32_t registerBits, int half, int inputType)
+{
+    uint16_t const bits = static_cast<uint16_t>(registerBits >> (16 * half));
+    if (inputType == kMmaBf16)
+    {
+        uint32_t const wide = static_cast<uint32_t>(bits) << 16;
+        float value;
+        std::memcpy(&value, &wide, sizeof(value));
+        return value;
+    }
+    return halfBitsToFloat(bits);
 }
 
 } // namespace
@@ -496,6 +576,147 @@ unsigned int warpBallot(unsigned int mask, bool predicate)
     warpBarrier(warp, mask, "__ballot_sync");
     return result;
 }
+
+} // namespace detail
+
+namespace
+{
+
+struct MmaOperands
+{
+    uint32_t a[4];
+    uint32_t b[2];
+    float c[4];
+};
+
+//! The fragment tables of the PTX ISA ("Matrix Fragments for mma.m16n8k16 with floating point type"), with
+//! groupID = laneid >> 2 and threadID_in_group = laneid % 4:
+//!   A a0..a7: row = groupID for a0, a1, a4, a5, else groupID + 8; col = 2 threadID_in_group + (i & 1), + 8 for i >= 4
+//!   B b0..b3: row = 2 threadID_in_group + (i & 1), + 8 for i >= 2; col = groupID
+//!   C c0..c3: row = groupID for c0, c1, else groupID + 8; col = 2 threadID_in_group + (i & 1)
+void mmaBody(unsigned char const (*operands)[detail::kCollectiveBytes], unsigned char (*results)[detail::kCollectiveBytes],
+    void const* context)
+{
+    int const inputType = *static_cast<int const*>(context);
+    double matrixA[16][16];
+    double matrixB[16][8];
+    MmaOperands lanes[32];
+    for (int lane = 0; lane < 32; ++lane)
+    {
+        std::memcpy(&lanes[lane], operands[lane], sizeof(MmaOperands));
+        int const groupId = lane >> 2;
+        int const threadInGroup = lane % 4;
+        for (int i = 0; i < 8; ++i)
+        {
+            int const row = (i == 0 || i == 1 || i == 4 || i == 5) ? groupId : groupId + 8;
+            int const col = threadInGroup * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+            matrixA[row][col] = detail::fragmentValue(lanes[lane].a[i / 2], i % 2, inputType);
+        }
+        for (int i = 0; i < 4; ++i)
+        {
+            int const row = threadInGroup * 2 + (i & 1) + (i >= 2 ? 8 : 0);
+            matrixB[row][groupId] = detail::fragmentValue(lanes[lane].b[i / 2], i % 2, inputType);
+        }
+    }
+    for (int lane = 0; lane < 32; ++lane)
+    {
+        float d[4];
+        for (int i = 0; i < 4; ++i)
+        {
+            int const row = i < 2 ? (lane >> 2) : (lane >> 2) + 8;
+            int const col = (lane % 4) * 2 + (i & 1);
+            double sum = lanes[lane].c[i]; // exact products of 11-bit (bf16: 8-bit) significands, one rounding
+            for (int k = 0; k < 16; ++k)
+            {
+                sum += matrixA[row][k] * matrixB[k][col];
+            }
+            d[i] = static_cast<float>(sum);
+        }
+        std::memcpy(results[lane], d, sizeof(d));
+    }
+}
+
+struct LdmatrixShape
+{
+    int count;
+    bool transpose;
+};
+
+//! Matrix j is the rows of lanes 8j .. 8j + 7. Lane l receives row l / 4, elements 2 (l % 4) and + 1; with .trans the
+//! matrix is transposed first: elements (row 2 (l % 4), col l / 4) and (row 2 (l % 4) + 1, col l / 4).
+void ldmatrixBody(unsigned char const (*rows)[detail::kCollectiveBytes], unsigned char (*results)[detail::kCollectiveBytes],
+    void const* context)
+{
+    LdmatrixShape const shape = *static_cast<LdmatrixShape const*>(context);
+    for (int lane = 0; lane < 32; ++lane)
+    {
+        uint32_t registers[4] = {0, 0, 0, 0};
+        for (int j = 0; j < shape.count; ++j)
+        {
+            uint16_t lo;
+            uint16_t hi;
+            if (!shape.transpose)
+            {
+                std::memcpy(&lo, rows[8 * j + lane / 4] + 2 * (2 * (lane % 4)), 2);
+                std::memcpy(&hi, rows[8 * j + lane / 4] + 2 * (2 * (lane % 4) + 1), 2);
+            }
+            else
+            {
+                std::memcpy(&lo, rows[8 * j + 2 * (lane % 4)] + 2 * (lane / 4), 2);
+                std::memcpy(&hi, rows[8 * j + 2 * (lane % 4) + 1] + 2 * (lane / 4), 2);
+            }
+            registers[j] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+        }
+        std::memcpy(results[lane], registers, sizeof(registers));
+    }
+}
+
+} // namespace
+
+void mmaM16N8K16(float (&d)[4], uint32_t const (&a)[4], uint32_t const (&b)[2], int inputType)
+{
+    MmaOperands mine;
+    std::memcpy(mine.a, a, sizeof(mine.a));
+    std::memcpy(mine.b, b, sizeof(mine.b));
+    std::memcpy(mine.c, d, sizeof(mine.c));
+    static_assert(sizeof(MmaOperands) <= detail::kCollectiveBytes, "mma operands do not fit a collective slot");
+    detail::warpCollective(inputType == kMmaBf16 ? "mma.sync.aligned.m16n8k16 (bf16)" : "mma.sync.aligned.m16n8k16 (f16)",
+        &mine, sizeof(mine), mmaBody, &inputType, d, sizeof(d));
+}
+
+void ldmatrix(uint32_t* registers, int count, void const* rowAddress, bool transpose)
+{
+    using namespace detail;
+    if (count != 1 && count != 2 && count != 4)
+    {
+        deviceFault(cudaErrorLaunchFailure, "ldmatrix .x%d does not exist", count);
+    }
+    int const lane = static_cast<int>(currentThread->linear & 31U);
+    uint16_t row[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (lane < 8 * count)
+    {
+        unsigned char const* const address = static_cast<unsigned char const*>(rowAddress);
+        if (address < gArena || address + 16 > gArena + kArenaBytes)
+        {
+            deviceFault(cudaErrorIllegalAddress, "ldmatrix row address %p (lane %d) is not in shared memory",
+                rowAddress, lane);
+        }
+        if (reinterpret_cast<uintptr_t>(address) % 16 != 0)
+        {
+            deviceFault(cudaErrorMisalignedAddress, "ldmatrix row address %p (lane %d) is not 16-byte aligned",
+                rowAddress, lane);
+        }
+        std::memcpy(row, address, sizeof(row)); // read when this lane reaches the instruction
+    }
+    LdmatrixShape const shape{count, transpose};
+    uint32_t result[4];
+    warpCollective(transpose ? "ldmatrix.sync.aligned.m8n8.trans" : "ldmatrix.sync.aligned.m8n8", row, sizeof(row),
+        ldmatrixBody, &shape, result, sizeof(result));
+    std::memcpy(registers, result, sizeof(uint32_t) * static_cast<size_t>(count));
+}
+
+namespace detail
+{
 
 void* dynamicShared()
 {
@@ -711,12 +932,70 @@ char const* cudaGetErrorString(cudaError_t error)
 
 cudaError_t cudaGetDevice(int* device)
 {
-    *device = 0;
+    *device = gCurrentDevice;
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int /*device*/)
+cudaError_t cudaSetDevice(int device)
 {
+    if (device < 0 || static_cast<size_t>(device) >= gDevices.size())
+    {
+        return gLastError = cudaErrorInvalidValue;
+    }
+    gCurrentDevice = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int* count)
+{
+    *count = static_cast<int>(gDevices.size());
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device)
+{
+    if (device < 0 || static_cast<size_t>(device) >= gDevices.size())
+    {
+        return gLastError = cudaErrorInvalidValue;
+    }
+    std::memset(properties, 0, sizeof(*properties));
+    int const capability = gDevices[static_cast<size_t>(device)].computeCapability;
+    std::snprintf(properties->name, sizeof(properties->name), "edgeattn CPU emulation (sm_%d)", capability);
+    properties->major = capability / 10;
+    properties->minor = capability % 10;
+    properties->multiProcessorCount = 1;
+    properties->sharedMemPerBlock = 48 * 1024;
+    properties->sharedMemPerBlockOptin = 64 * 1024;
+    properties->maxThreadsPerBlock = 1024;
+    return cudaSuccess;
+}
+
+namespace cuda_emu
+{
+namespace detail
+{
+
+cudaError_t functionAttributes(cudaFuncAttributes* attributes, void const* /*function*/)
+{
+    std::memset(attributes, 0, sizeof(*attributes));
+    EmulatedDevice const& device = gDevices[static_cast<size_t>(gCurrentDevice)];
+    attributes->ptxVersion = device.codeArch;
+    attributes->binaryVersion = device.codeArch;
+    attributes->maxThreadsPerBlock = 1024;
+    attributes->maxDynamicSharedSizeBytes = static_cast<int>(kDefaultSharedLimit);
+    return cudaSuccess;
+}
+
+} // namespace detail
+} // namespace cuda_emu
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device)
+{
+    if (device < 0 || static_cast<size_t>(device) >= gDevices.size())
+    {
+        return gLastError = cudaErrorInvalidValue;
+    }
+    int const capability = gDevices[static_cast<size_t>(device)].computeCapability;
     switch (attribute)
     {
     case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
@@ -727,8 +1006,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int /*d
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; break;
     case cudaDevAttrWarpSize: *value = 32; break;
     case cudaDevAttrMultiProcessorCount: *value = 1; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 7; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 5; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = capability / 10; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = capability % 10; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 64 * 1024; break;
     default: return gLastError = cudaErrorInvalidValue;
     }
@@ -773,6 +1052,32 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_set_schedule(int mode)
 {
     gReverse = (mode & 1) != 0;
     gWarpGreedy = (mode & 2) == 0;
+}
+
+//! Makes the emulated device of compute capability major.minor current (cudaGetDevice returns its ordinal), with
+//! the library's code for it compiled for `code_arch` (major * 10 + minor; <= 0: the device's own arch), so the
+//! launchers see what a library built without sm_80+ code would see on an Ampere device. Returns the ordinal.
+EDGEATTN_EMU_EXPORT int edgeattn_emu_select_device(int major, int minor, int code_arch)
+{
+    int const capability = major * 10 + minor;
+    int const code = code_arch > 0 ? code_arch : capability;
+    for (size_t i = 0; i < gDevices.size(); ++i)
+    {
+        if (gDevices[i].computeCapability == capability && gDevices[i].codeArch == code)
+        {
+            gCurrentDevice = static_cast<int>(i);
+            return gCurrentDevice;
+        }
+    }
+    gDevices.push_back(EmulatedDevice{capability, code});
+    gCurrentDevice = static_cast<int>(gDevices.size() - 1);
+    return gCurrentDevice;
+}
+
+//! The emulated device's compute capability (5.3 Nano: scalar kernels; 8.7 Orin: tensor-core kernels).
+EDGEATTN_EMU_EXPORT int edgeattn_emu_set_compute_capability(int major, int minor)
+{
+    return edgeattn_emu_select_device(major, minor, 0);
 }
 
 //! Clears the sticky fault, the last error and the launch log (a fresh "context").

@@ -96,6 +96,11 @@ inline float4 make_float4(float x, float y, float z, float w)
     return float4{x, y, z, w};
 }
 
+inline int4 make_int4(int x, int y, int z, int w)
+{
+    return int4{x, y, z, w};
+}
+
 // ---- half precision (storage type; conversions are IEEE binary16 round-to-nearest-even) -------------------------
 struct alignas(2) __half
 {
@@ -227,6 +232,30 @@ inline __half2 __floats2half2_rn(float a, float b)
 inline float2 __half22float2(__half2 h)
 {
     return float2{__half2float(h.x), __half2float(h.y)};
+}
+
+inline unsigned short __half_as_ushort(__half h)
+{
+    return h.__x;
+}
+
+inline __half __ushort_as_half(unsigned short bits)
+{
+    return __half{bits};
+}
+
+inline unsigned int __float_as_uint(float x)
+{
+    unsigned int bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    return bits;
+}
+
+inline float __uint_as_float(unsigned int bits)
+{
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    return x;
 }
 
 // ---- device math (host libm; CUDA's own implementations differ by a few ulp at most) ---------------------------
@@ -376,7 +405,39 @@ cudaError_t cudaPeekAtLastError(void);
 char const* cudaGetErrorString(cudaError_t error);
 char const* cudaGetErrorName(cudaError_t error);
 cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
+
+//! The fields of CUDA's struct the emulation fills (the emulated device: edgeattn_emu_set_compute_capability).
+struct cudaDeviceProp
+{
+    char name[256];
+    int major;
+    int minor;
+    int multiProcessorCount;
+    size_t sharedMemPerBlock;
+    size_t sharedMemPerBlockOptin;
+    int maxThreadsPerBlock; // (no warpSize field: warpSize is a macro here, as a device variable it is 32)
+};
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device);
+
+//! The fields of CUDA's struct the launchers read: ptxVersion / binaryVersion are the arch the emulated
+//! library's code for the current device "was compiled for" (the device's own, unless edgeattn_emu_select_device
+//! limits it), as major * 10 + minor.
+struct cudaFuncAttributes
+{
+    size_t sharedSizeBytes;
+    size_t constSizeBytes;
+    size_t localSizeBytes;
+    int maxThreadsPerBlock;
+    int numRegs;
+    int ptxVersion;
+    int binaryVersion;
+    int cacheModeCA;
+    int maxDynamicSharedSizeBytes;
+    int preferredShmemCarveout;
+};
 cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t stream = 0);
 cudaError_t cudaMemcpyAsync(
     void* destination, void const* source, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
@@ -396,6 +457,20 @@ cudaError_t cudaFuncSetAttribute(Function* function, cudaFuncAttribute attribute
 {
     return cuda_emu::detail::setFunctionAttribute(
         reinterpret_cast<void const*>(function), static_cast<int>(attribute), value);
+}
+
+namespace cuda_emu
+{
+namespace detail
+{
+cudaError_t functionAttributes(cudaFuncAttributes* attributes, void const* function);
+} // namespace detail
+} // namespace cuda_emu
+
+template <typename Function>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, Function* function)
+{
+    return cuda_emu::detail::functionAttributes(attributes, reinterpret_cast<void const*>(function));
 }
 
 // ---- execution model -------------------------------------------------------------------------------------------
@@ -617,6 +692,35 @@ T __shfl_up_sync(unsigned int mask, T value, unsigned int delta, int width = 32)
     return cuda_emu::fromBits<T>(
         cuda_emu::detail::warpExchange(mask, cuda_emu::toBits(value), source, "__shfl_up_sync"));
 }
+
+[[noreturn]] inline void __trap()
+{
+    ::cuda_emu::detail::deviceFault(cudaErrorLaunchFailure, "__trap() reached");
+}
+
+// ---- tensor-core instructions (plugins/common/mma.cuh calls these under EDGEATTN_CUDA_EMULATION) ---------------
+namespace cuda_emu
+{
+
+enum MmaInputType
+{
+    kMmaF16 = 0,
+    kMmaBf16 = 1
+};
+
+//! mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 with d as both C and D: a warp collective (all
+//! 32 lanes, converged). Fragments per lane as the PTX ISA defines them; inputs are the exact f16/bf16 values,
+//! products exact, and each element's 16 products and C are summed in double and rounded to FP32 once (the GPU
+//! adds in FP32 in an unspecified order, so results agree to a few FP32 ulps, not bitwise).
+void mmaM16N8K16(float (&d)[4], uint32_t const (&a)[4], uint32_t const (&b)[2], int inputType);
+
+//! ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16: lane l < 8 * count supplies the 16-byte aligned shared
+//! memory address of row l % 8 of matrix l / 8 and reads it when it reaches the instruction (so a row another lane
+//! has not written yet, without a __syncwarp in between, reads stale or poisoned data, as it may on a GPU);
+//! register j of lane l receives matrix j as the PTX ISA distributes it.
+void ldmatrix(uint32_t* registers, int count, void const* rowAddress, bool transpose);
+
+} // namespace cuda_emu
 
 inline unsigned int __ballot_sync(unsigned int mask, int predicate)
 {

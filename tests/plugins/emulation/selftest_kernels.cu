@@ -4,6 +4,7 @@
  * and rewritten by build_emulated.py like the real kernels. Every entry point returns cudaGetLastError().
  */
 #include "common/deviceUtils.cuh"
+#include "common/mma.cuh"
 
 #include <cstdint>
 
@@ -197,7 +198,231 @@ __global__ void indexKernel(unsigned int* out)
     out[block * threads + thread] = block * 100000U + thread;
 }
 
+// ---- tensor-core instructions -------------------------------------------------------------------------------------
+uint32_t packPair(float lo, float hi, int bf16)
+{
+    return bf16 ? mma::packBfloat162(lo, hi) : mma::packHalf2(lo, hi);
+}
+
+/*
+ * One m16n8k16 product whose fragments are built from full row-major matrices through lane tables the TEST supplies
+ * (element (lane, i) -> (row, col)), not through mma.cuh's helpers: a = 16x16, b = 16x8 (k x n), c, d = 16x8; tables
+ * are int pairs [32][8][2] (A), [32][4][2] (B), [32][4][2] (C/D). D starts as C and is written back through tableC.
+ */
+__global__ void mmaTableKernel(float const* a, float const* b, float const* c, float* d, int const* tableA,
+    int const* tableB, int const* tableC, int bf16)
+{
+    int const lane = threadIdx.x & 31;
+    mma::FragmentA fa;
+    mma::FragmentB fb;
+    mma::FragmentC fc;
+    for (int r = 0; r < 4; ++r)
+    {
+        int const* lo = tableA + (lane * 8 + 2 * r) * 2;
+        int const* hi = lo + 2;
+        fa.x[r] = packPair(a[lo[0] * 16 + lo[1]], a[hi[0] * 16 + hi[1]], bf16);
+    }
+    for (int r = 0; r < 2; ++r)
+    {
+        int const* lo = tableB + (lane * 4 + 2 * r) * 2;
+        int const* hi = lo + 2;
+        fb.x[r] = packPair(b[lo[0] * 8 + lo[1]], b[hi[0] * 8 + hi[1]], bf16);
+    }
+    for (int i = 0; i < 4; ++i)
+    {
+        int const* at = tableC + (lane * 4 + i) * 2;
+        fc.x[i] = c[at[0] * 8 + at[1]];
+    }
+    if (bf16)
+    {
+        mma::mmaBf16(fc, fa, fb);
+    }
+    else
+    {
+        mma::mmaF16(fc, fa, fb);
+    }
+    for (int i = 0; i < 4; ++i)
+    {
+        int const* at = tableC + (lane * 4 + i) * 2;
+        d[at[0] * 8 + at[1]] = fc.x[i];
+    }
+}
+
+/*
+ * ldmatrix of `count` 8x8 b16 matrices stacked in `rows` (count * 8 rows of 8 values) staged in shared memory; lane l
+ * addresses row rowOfLane[l] of that stack. out[lane * 4 + j] = register j. withSync = 0 leaves out the __syncwarp
+ * between the staging stores and the ldmatrix.
+ */
+__global__ void ldmatrixKernel(uint16_t const* rows, int const* rowOfLane, uint32_t* out, int count, int trans,
+    int withSync)
+{
+    __shared__ int4 staged[32];
+    int const lane = threadIdx.x & 31;
+    if (lane < count * 8)
+    {
+        int4 value;
+        memcpy(&value, rows + lane * 8, sizeof(value));
+        staged[lane] = value;
+    }
+    if (withSync)
+    {
+        __syncwarp();
+    }
+    uint32_t registers[4] = {0, 0, 0, 0};
+    void const* const row = &staged[rowOfLane[lane]];
+    if (count == 4)
+    {
+        uint32_t (&r)[4] = registers;
+        if (trans)
+        {
+            mma::ldmatrixX4Trans(r, row);
+        }
+        else
+        {
+            mma::ldmatrixX4(r, row);
+        }
+    }
+    else
+    {
+        uint32_t r[2];
+        if (trans)
+        {
+            mma::ldmatrixX2Trans(r, row);
+        }
+        else
+        {
+            mma::ldmatrixX2(r, row);
+        }
+        registers[0] = r[0];
+        registers[1] = r[1];
+    }
+    for (int j = 0; j < 4; ++j)
+    {
+        out[lane * 4 + j] = registers[j];
+    }
+}
+
+/*
+ * The recipes of mma.cuh end to end: A (16x16, row-major f16) by ldmatrix.x4; B given twice, as bT (8 x 16, n rows
+ * of k) by ldmatrix.x2 and as b (16 x 8, k rows of n) by ldmatrix.x2.trans. d1 = A bT^T, d2 = A b, through
+ * mma.cuh's cRow/cCol. Shared rows are 24 halves apart (48 bytes: 16-byte aligned, not a multiple of 128).
+ */
+__global__ void mmaFromSharedKernel(uint16_t const* a, uint16_t const* bT, uint16_t const* b, float* d1, float* d2)
+{
+    constexpr int kStride = 24;
+    __shared__ int4 storage[(16 + 8 + 16) * kStride / 8];
+    uint16_t* const sa = reinterpret_cast<uint16_t*>(storage);
+    uint16_t* const sbT = sa + 16 * kStride;
+    uint16_t* const sb = sbT + 8 * kStride;
+    int const lane = threadIdx.x & 31;
+    for (int index = lane; index < 16 * 16; index += 32)
+    {
+        sa[(index / 16) * kStride + index % 16] = a[index];
+    }
+    for (int index = lane; index < 8 * 16; index += 32)
+    {
+        sbT[(index / 16) * kStride + index % 16] = bT[index];
+        sb[(index / 8) * kStride + index % 8] = b[index];
+    }
+    __syncwarp();
+    int const row = mma::ldmatrixRow(lane);
+    int const matrix = mma::ldmatrixMatrix(lane);
+    mma::FragmentA fa;
+    mma::ldmatrixX4(fa.x, sa + (row + (matrix & 1) * 8) * kStride + (matrix >> 1) * 8);
+    mma::FragmentB fromNK;
+    mma::ldmatrixX2(fromNK.x, sbT + row * kStride + (matrix & 1) * 8);
+    mma::FragmentB fromKN;
+    mma::ldmatrixX2Trans(fromKN.x, sb + (row + (matrix & 1) * 8) * kStride);
+    mma::FragmentC c1 = {{0.0F, 0.0F, 0.0F, 0.0F}};
+    mma::FragmentC c2 = {{0.0F, 0.0F, 0.0F, 0.0F}};
+    mma::mmaF16(c1, fa, fromNK);
+    mma::mmaF16(c2, fa, fromKN);
+    for (int i = 0; i < 4; ++i)
+    {
+        d1[mma::cRow(lane, i) * 8 + mma::cCol(lane, i)] = c1.x[i];
+        d2[mma::cRow(lane, i) * 8 + mma::cCol(lane, i)] = c2.x[i];
+    }
+}
+
+//! Lanes 0-15 run an mma, lanes 16-31 a shuffle: a warp-collective instruction must see all 32 lanes.
+__global__ void divergentMmaKernel(float* out)
+{
+    mma::FragmentA fa = {{0, 0, 0, 0}};
+    mma::FragmentB fb = {{0, 0}};
+    mma::FragmentC fc = {{0.0F, 0.0F, 0.0F, 0.0F}};
+    if ((threadIdx.x & 31) < 16)
+    {
+        mma::mmaF16(fc, fa, fb);
+    }
+    else
+    {
+        fc.x[0] = __shfl_xor_sync(0xffffffffU, 1.0F, 1);
+    }
+    out[threadIdx.x] = fc.x[0];
+}
+
+__global__ void mmaKernel(float* out)
+{
+    mma::FragmentA fa = {{0, 0, 0, 0}};
+    mma::FragmentB fb = {{0, 0}};
+    mma::FragmentC fc = {{1.0F, 1.0F, 1.0F, 1.0F}};
+    mma::mmaF16(fc, fa, fb);
+    out[threadIdx.x] = fc.x[0];
+}
+
+//! ldmatrix with a row address in global memory (`misaligned` = 0) or 8 bytes off a 16-byte boundary in shared memory.
+__global__ void badLdmatrixKernel(uint32_t* out, int misaligned)
+{
+    __shared__ int4 staged[32];
+    staged[threadIdx.x & 31] = int4{0, 0, 0, 0};
+    __syncwarp();
+    uint32_t r[4];
+    void const* const row = misaligned ? static_cast<void const*>(reinterpret_cast<char const*>(&staged[threadIdx.x & 31]) + 8)
+                                       : static_cast<void const*>(out);
+    mma::ldmatrixX4(r, row);
+    out[threadIdx.x] = r[0];
+}
+
 } // namespace
+
+SELFTEST_API int edgeattn_emu_selftest_mma_table(float const* a, float const* b, float const* c, float* d,
+    int const* tableA, int const* tableB, int const* tableC, int bf16)
+{
+    mmaTableKernel<<<1, 32>>>(a, b, c, d, tableA, tableB, tableC, bf16);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_ldmatrix(
+    uint16_t const* rows, int const* rowOfLane, uint32_t* out, int count, int trans, int withSync)
+{
+    ldmatrixKernel<<<1, 32>>>(rows, rowOfLane, out, count, trans, withSync);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_mma_from_shared(
+    uint16_t const* a, uint16_t const* bT, uint16_t const* b, float* d1, float* d2)
+{
+    mmaFromSharedKernel<<<1, 32>>>(a, bT, b, d1, d2);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_mma_divergent(float* out)
+{
+    divergentMmaKernel<<<1, 32>>>(out);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_mma_threads(float* out, int threads)
+{
+    mmaKernel<<<1, threads>>>(out);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_bad_ldmatrix(uint32_t* out, int misaligned)
+{
+    badLdmatrixKernel<<<1, 32>>>(out, misaligned);
+    return cudaGetLastError();
+}
 
 SELFTEST_API int edgeattn_emu_selftest_block_sum(float const* in, float* out, int blocks, int threads)
 {

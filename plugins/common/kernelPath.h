@@ -1,0 +1,53 @@
+/*
+ * Which kernel a launcher runs: the scalar kernels (every arch; the sm_53 path and the reference) or a tensor-core
+ * kernel (sm_80+, where this library carries sm_80+ device code for the device and the call has one, e.g. FP16 I/O).
+ *
+ * API for launchers (host code):
+ *   KernelPath path;
+ *   int const status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+ *   if (status != EDGEATTN_STATUS_SUCCESS) return status;     // the reason is already edgeattn_last_error()
+ *   if (path == KernelPath::kTensorCore) { launch the tensor-core kernel } else { launch the scalar kernel }
+ *
+ * The device's compute capability, and whether the library's device code for it was compiled for sm_80+ (the
+ * ptxVersion of a probe kernel: a library built for 72 and run on Orin JIT-compiles compute_72 PTX, which has no
+ * mma), are queried once per device and cached. The user's choice (edgeattn_set_kernel_path, or
+ * $EDGEATTN_KERNEL_PATH = auto | scalar | tensor_core read once) is process-wide.
+ */
+#ifndef EDGEATTN_COMMON_KERNEL_PATH_H
+#define EDGEATTN_COMMON_KERNEL_PATH_H
+
+#include "edgeattn/kernels.h"
+
+namespace edgeattn
+{
+namespace kernels
+{
+
+enum class KernelPath
+{
+    kScalar,
+    kTensorCore
+};
+
+//! mma.sync m16n8k16 with FP32 accumulation needs sm_80 (compute capability 8.0).
+constexpr int kMinTensorCoreArch = 80;
+
+struct DeviceArch
+{
+    int computeCapability; // major * 10 + minor
+    int codeArch;          // the arch this library's device code for the device was compiled for (ptxVersion)
+};
+
+//! The current device's arch (cached per device); a status, with the reason recorded on failure.
+int currentDeviceArch(char const* function, DeviceArch* arch);
+
+//! The path for this launch. `hasTensorCoreKernel`: the op has a tensor-core kernel for these arguments (e.g. FP16
+//! I/O), whether or not this build compiled it (EDGEATTN_TENSOR_CORES=0 then fails a forced tensor-core path). Fails with
+//! EDGEATTN_STATUS_UNSUPPORTED when the tensor-core path is forced where it cannot run, and with
+//! EDGEATTN_STATUS_CUDA_ERROR when the device cannot be queried.
+int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath* path);
+
+} // namespace kernels
+} // namespace edgeattn
+
+#endif // EDGEATTN_COMMON_KERNEL_PATH_H

@@ -1,0 +1,771 @@
+/*
+ * Tensor-core path (sm_80+, FP16 I/O) of the linear-attention passes of common/linearAttention.cuh: the same math,
+ * the same three launches and the same workspace, with both products on mma.sync m16n8k16 (f16 in, FP32 accumulate).
+ *
+ *   1. linearReduceMmaKernel   grid (splits, heads, batch): per token tile, phi(K)^T [V | 1] as mma tiles. The ones
+ *      column appended to V makes the token-axis sum l = sum_n phi(k_n) come out of the same products (column d),
+ *      so the reduction that EFFATT's softmax and LiteMLA's normaliser need costs no pass of its own. The online
+ *      statistics are fused into the staging of each tile: EFFATT's per-feature running max over tokens (the
+ *      accumulator rows rescaled by exp(m_old - m_new), as in the scalar kernel), and for the quadratic-Taylor map a
+ *      per-feature power-of-two scale (rows rescaled when a tile brings larger features) so no FP32 feature value can
+ *      overflow f16. Writes the scalar kernel's partials (max, sum, context), so the combine is shared.
+ *   2. linearCombineKernel     the scalar combine (splits -> context [dk][d + 1], normaliser in column d).
+ *   3. linearOutputMmaKernel   grid (token-tile groups, heads, batch), 4 warps x 16 tokens per tile: phi(Q) tile
+ *      times the context, numerator and denominator from one product (column d), divided in FP32, staged for
+ *      coalesced stores. The context is split once per block with a power-of-two scale per column.
+ *
+ * Passes over the token data: K and V are read once (launch 1), Q read and the output written once (launch 3), the
+ * minimum for linear attention (the context needs every token of K and V before any output row exists). The combine
+ * reads only the per-split partials (splits x dk x (d + 2) floats per head).
+ *
+ * Numerics (common/splitTensorCore.cuh): ReLU features and V are exact f16 values, so phi(K)^T V is exact products
+ * with FP32 accumulation; softmax numerators (scaled by 2^14), QT features and the FP32 context are split into
+ * hi + lo f16 pairs (2 or 3 mma per tile product instead of 1), which keeps FP32-level accuracy: one f16 rounding of
+ * them alone would use up the whole FP16 error budget.
+ */
+#ifndef EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
+#define EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
+
+#include "common/linearAttention.cuh"
+#include "common/splitTensorCore.cuh"
+
+namespace edgeattn
+{
+namespace kernels
+{
+
+constexpr int kLinearMmaMaxValueTiles = 9; // d + 1 <= 72
+constexpr int kLinearMmaOutputTile = 64;   // tokens per output tile: 4 warps x 16 rows
+constexpr int kLinearMmaOutputThreads = 128;
+constexpr int kLinearMmaMaxReduceThreads = 288;
+
+struct LinearMmaPlan
+{
+    int featureRows;  // dk rounded up to 16: rows of the reduction's A, depth of the output product
+    int valueColumns; // d + 1 rounded up to 8: columns of both products (column d: ones / normaliser)
+    int featureTiles;
+    int valueTiles;
+    int tokenGroups; // warps per feature tile in the reduction, each taking every tokenGroups-th 16-token step
+    int reduceThreads;
+    int reduceTokenTile;
+    size_t reduceSharedBytes;
+    int outputTilesPerBlock;
+    int outputBlocks;
+    size_t outputSharedBytes;
+};
+
+//! Offsets (in halves, then floats) of the reduction's shared memory: features hi / lo and [V | 1] staged either
+//! token-major ([token][row], EFFATT's (B, N, C) tensors) or row-major ([row][token], LiteMLA's NCHW planes).
+struct LinearReduceMmaLayout
+{
+    int featureStride;
+    int valueStride;
+    int featureHalves; // each of hi and lo
+    int valueHalves;
+    int statsOffsetFloats;
+    int sharedFloats;
+};
+
+EDGEATTN_HOST_DEVICE inline LinearReduceMmaLayout linearReduceMmaLayout(
+    bool tokenMajor, int tokenTile, int featureRows, int valueColumns, int tokenGroups)
+{
+    LinearReduceMmaLayout layout;
+    // +8 halves per row: rows 16 bytes apart in the bank pattern, so the 8 rows of an ldmatrix hit distinct banks
+    layout.featureStride = tokenMajor ? featureRows + 8 : tokenTile + 8;
+    layout.valueStride = tokenMajor ? valueColumns + 8 : tokenTile + 8;
+    layout.featureHalves = (tokenMajor ? tokenTile : featureRows) * layout.featureStride;
+    layout.valueHalves = (tokenMajor ? tokenTile : valueColumns) * layout.valueStride;
+    int const stagingFloats = layout.featureHalves + layout.valueHalves / 2; // 2 x features + values, in floats
+    int const reductionFloats = tokenGroups > 1 ? tokenGroups * featureRows * valueColumns : 0;
+    int const regionFloats = stagingFloats > reductionFloats ? stagingFloats : reductionFloats;
+    layout.statsOffsetFloats = roundUp4(regionFloats);
+    layout.sharedFloats = layout.statsOffsetFloats + 3 * featureRows;
+    return layout;
+}
+
+//! Offsets of the output kernel's shared memory: context hi / lo [feature][column], the phi(Q) tile hi (and lo)
+//! staged token-major or row-major like the reduction's, per-column scales, per-token scale and max.
+struct LinearOutputMmaLayout
+{
+    int contextStride;
+    int contextHalves; // each of hi and lo
+    int queryStride;
+    int queryHalves; // each of hi and (split maps only) lo
+    int floatsOffset;
+    int sharedFloats;
+};
+
+EDGEATTN_HOST_DEVICE inline LinearOutputMmaLayout linearOutputMmaLayout(
+    bool tokenMajor, bool splitQuery, int featureRows, int valueColumns)
+{
+    LinearOutputMmaLayout layout;
+    layout.contextStride = valueColumns + 8;
+    layout.contextHalves = featureRows * layout.contextStride;
+    layout.queryStride = tokenMajor ? featureRows + 8 : kLinearMmaOutputTile + 8;
+    layout.queryHalves = (tokenMajor ? kLinearMmaOutputTile : featureRows) * layout.queryStride;
+    layout.floatsOffset = roundUp4(layout.contextHalves + layout.queryHalves * (splitQuery ? 2 : 1) / 2);
+    layout.sharedFloats = layout.floatsOffset + valueColumns + 2 * kLinearMmaOutputTile;
+    return layout;
+}
+
+/*
+ * Geometry of the tensor-core path for one problem; false if it has none (head_dim + 1 > 72, or the staging does
+ * not fit the 48 KB every sm_80+ GPU gives without opt-in): the launcher then runs the scalar kernels.
+ */
+inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool tokenMajor, FeatureMap map,
+    LinearMmaPlan* plan)
+{
+    LinearMmaPlan result;
+    result.featureRows = (featureDim + 15) / 16 * 16;
+    result.valueColumns = (headDim + 1 + 7) / 8 * 8;
+    result.featureTiles = result.featureRows / 16;
+    result.valueTiles = result.valueColumns / 8;
+    if (result.valueTiles > kLinearMmaMaxValueTiles)
+    {
+        return false;
+    }
+    int const groups = std::max(1, std::min(4, 8 / result.featureTiles));
+    result.reduceTokenTile = 0;
+    for (int tile = 64; tile >= 16; tile /= 2)
+    {
+        int const tileGroups = std::min(groups, tile / 16);
+        LinearReduceMmaLayout const layout
+            = linearReduceMmaLayout(tokenMajor, tile, result.featureRows, result.valueColumns, tileGroups);
+        size_t const bytes = static_cast<size_t>(layout.sharedFloats) * sizeof(float);
+        if (bytes <= kMaxSharedBytes)
+        {
+            result.reduceTokenTile = tile;
+            result.tokenGroups = tileGroups;
+            result.reduceSharedBytes = bytes;
+            break;
+        }
+    }
+    if (result.reduceTokenTile == 0)
+    {
+        return false;
+    }
+    result.reduceThreads = 32 * result.featureTiles * result.tokenGroups;
+    if (result.reduceThreads > kLinearMmaMaxReduceThreads)
+    {
+        return false;
+    }
+    LinearOutputMmaLayout const output
+        = linearOutputMmaLayout(tokenMajor, map != FeatureMap::kRelu, result.featureRows, result.valueColumns);
+    result.outputSharedBytes = static_cast<size_t>(output.sharedFloats) * sizeof(float);
+    if (result.outputSharedBytes > kMaxSharedBytes)
+    {
+        return false;
+    }
+    // Up to 4 tiles (256 tokens) per block share one split of the context; with few tiles, one each.
+    int const tiles = ceilDiv(tokens, kLinearMmaOutputTile);
+    result.outputTilesPerBlock = std::max(1, std::min(4, tiles / 8));
+    result.outputBlocks = ceilDiv(tiles, result.outputTilesPerBlock);
+    *plan = result;
+    return true;
+}
+
+#if EDGEATTN_TENSOR_CORES
+
+//! Element (row, token) of a staged tile: token-major [token][row] or row-major [row][token].
+template <bool kTokenMajor>
+__device__ __forceinline__ int stagedIndex(int row, int token, int stride)
+{
+    return kTokenMajor ? token * stride + row : row * stride + token;
+}
+
+//! The factor that takes a reduction accumulator row back to the scalar kernel's units: the softmax numerators
+//! carry 2^14, a QT row its running scale (0: the row never had a non-zero feature, its sums are 0), ReLU none.
+template <FeatureMap kMap>
+__device__ __forceinline__ float featureRowUnscale(float rowState)
+{
+    if (kMap == FeatureMap::kSoftmax)
+    {
+        return kSplitUnitInverse;
+    }
+    if (kMap == FeatureMap::kRelu)
+    {
+        return 1.0F;
+    }
+    return rowState > 0.0F ? 1.0F / rowState : 0.0F;
+}
+
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKernel(LinearAttentionParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    constexpr bool kSplit = kMap != FeatureMap::kRelu;
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const tokenTile = p.reduceTokenTile;
+    int const featureRows = p.mmaFeatureRows;
+    int const valueColumns = p.mmaValueColumns;
+    int const tokenGroups = p.reduceGroups;
+    LinearReduceMmaLayout const layout
+        = linearReduceMmaLayout(kTokenMajor, tokenTile, featureRows, valueColumns, tokenGroups);
+    float* const shared = sharedFloats();
+    __half* const featureHigh = reinterpret_cast<__half*>(shared);
+    __half* const featureLow = featureHigh + layout.featureHalves; // raw k before the transform
+    __half* const values = featureLow + layout.featureHalves;
+    float* const rowState = shared + layout.statsOffsetFloats; // softmax: running max; QT: running scale (0: none)
+    float* const correction = rowState + featureRows;
+    float* const reduction = shared; // [group][featureRows][valueColumns] after the last tile
+
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int const featureTile = warp % p.mmaFeatureTiles;
+    int const group = warp / p.mmaFeatureTiles;
+    int const split = blockIdx.x;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const begin = split * p.tokensPerSplit;
+    int const end = min(p.tokens, begin + p.tokensPerSplit);
+
+    int64_t const base = static_cast<int64_t>(batch) * p.inBatchStride + head * p.inHeadStride * p.inChannelStride;
+    __half const* __restrict__ kPtr = static_cast<__half const*>(p.k) + base;
+    __half const* __restrict__ vPtr = static_cast<__half const*>(p.v) + base;
+
+    float qtAlpha = 0.0F;
+    float qtLinear = 0.0F;
+    float qtGamma = 0.0F;
+    if (kMap == FeatureMap::kQuadraticTaylor)
+    {
+        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
+    }
+
+    // Padded feature rows, value columns past d and the staging's stride padding stay zero for the whole kernel.
+    for (int index = threadIdx.x; index < layout.featureHalves + layout.valueHalves / 2; index += blockDim.x)
+    {
+        shared[index] = 0.0F;
+    }
+    for (int i = threadIdx.x; i < featureRows; i += blockDim.x)
+    {
+        rowState[i] = kMap == FeatureMap::kSoftmax ? -INFINITY : 0.0F;
+        correction[i] = 1.0F;
+    }
+    __half const zero = __float2half_rn(0.0F);
+    __half const one = __float2half_rn(1.0F);
+
+    mma::FragmentC acc[kValueTiles];
+#pragma unroll
+    for (int t = 0; t < kValueTiles; ++t)
+    {
+        zeroFragment(acc[t]);
+    }
+
+    for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
+    {
+        int const count = min(tokenTile, end - tileBegin);
+        __syncthreads(); // every warp's fragment loads of the previous tile are done
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+            bool const valid = n < count;
+            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
+            __half const key = valid ? kPtr[offset] : zero;
+            values[stagedIndex<kTokenMajor>(c, n, layout.valueStride)] = valid ? vPtr[offset] : zero;
+            if (kMap == FeatureMap::kRelu)
+            {
+                featureHigh[stagedIndex<kTokenMajor>(c, n, layout.featureStride)]
+                    = __float2half_rn(fmaxf(__half2float(key), 0.0F)); // exact
+            }
+            else
+            {
+                featureLow[stagedIndex<kTokenMajor>(c, n, layout.featureStride)] = key;
+            }
+        }
+        for (int n = threadIdx.x; n < tokenTile; n += blockDim.x)
+        {
+            values[stagedIndex<kTokenMajor>(d, n, layout.valueStride)] = n < count ? one : zero;
+        }
+        __syncthreads();
+
+        if (kMap != FeatureMap::kRelu)
+        {
+            // Tile statistics per channel (one warp per channel, lanes over tokens), then the feature rows'
+            // rescaling of the accumulators already summed.
+            for (int c = warp; c < d; c += blockDim.x >> 5)
+            {
+                float maximum = -INFINITY;
+                float maxAbs = 0.0F;
+                for (int n = lane; n < count; n += 32)
+                {
+                    float const x = __half2float(featureLow[stagedIndex<kTokenMajor>(c, n, layout.featureStride)]);
+                    maximum = fmaxf(maximum, x);
+                    maxAbs = fmaxf(maxAbs, fabsf(x));
+                }
+                maximum = warpReduceMax(maximum);
+                maxAbs = warpReduceMax(maxAbs);
+                if (lane != 0)
+                {
+                    continue;
+                }
+                if (kMap == FeatureMap::kSoftmax)
+                {
+                    float const previous = rowState[c];
+                    float const updated = fmaxf(previous, maximum);
+                    // previous = -inf on the first tile: the accumulators are still zero
+                    correction[c] = previous == -INFINITY ? 1.0F : exp2f((previous - updated) * kLog2e);
+                    rowState[c] = updated;
+                }
+                else
+                {
+                    float const rowMaxima[3]
+                        = {fabsf(qtAlpha) * maxAbs * maxAbs, fabsf(qtLinear) * maxAbs, fabsf(qtGamma)};
+                    int const rows[3] = {c, d + c, 2 * d};
+#pragma unroll
+                    for (int r = 0; r < 3; ++r)
+                    {
+                        if (r == 2 && c != 0)
+                        {
+                            break; // one thread owns the constant row
+                        }
+                        // the row's scale only ever decreases (a power of two), so the accumulated sums are
+                        // rescaled exactly; rows without a non-zero feature yet keep "no scale" (0)
+                        float const previous = rowState[rows[r]];
+                        float updated = previous;
+                        if (rowMaxima[r] > 0.0F)
+                        {
+                            float const tileScale = splitScale(rowMaxima[r]);
+                            updated = previous == 0.0F ? tileScale : fminf(previous, tileScale);
+                        }
+                        correction[rows[r]] = previous == 0.0F ? 1.0F : updated / previous;
+                        rowState[rows[r]] = updated;
+                    }
+                }
+            }
+            __syncthreads();
+            for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+            {
+                int n;
+                int c;
+                tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+                bool const valid = n < count;
+                int const at = stagedIndex<kTokenMajor>(c, n, layout.featureStride);
+                float const x = __half2float(featureLow[at]);
+                if (kMap == FeatureMap::kSoftmax)
+                {
+                    float const numerator = valid ? exp2f((x - rowState[c]) * kLog2e) * kSplitUnitScale : 0.0F;
+                    splitHalf(numerator, featureHigh + at, featureLow + at);
+                }
+                else
+                {
+                    int const linearAt = stagedIndex<kTokenMajor>(d + c, n, layout.featureStride);
+                    splitHalf(qtAlpha * x * x * rowState[c], featureHigh + at, featureLow + at);
+                    splitHalf(qtLinear * x * rowState[d + c], featureHigh + linearAt, featureLow + linearAt);
+                    if (c == 0)
+                    {
+                        int const constantAt = stagedIndex<kTokenMajor>(2 * d, n, layout.featureStride);
+                        splitHalf(valid ? qtGamma * rowState[2 * d] : 0.0F, featureHigh + constantAt,
+                            featureLow + constantAt);
+                    }
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                {
+                    acc[t].x[e] *= correction[featureTile * 16 + mma::cRow(lane, e)];
+                }
+            }
+        }
+
+        // phi(K)^T [V | 1]: this warp's 16 feature rows over its token steps of the tile (all lanes together)
+        for (int step = group; step * 16 < count; step += tokenGroups)
+        {
+            int const at = stagedIndex<kTokenMajor>(featureTile * 16, step * 16, layout.featureStride);
+            mma::FragmentA high;
+            mma::FragmentA low;
+            loadFragmentA<kTokenMajor>(high, featureHigh + at, layout.featureStride);
+            if (kSplit)
+            {
+                loadFragmentA<kTokenMajor>(low, featureLow + at, layout.featureStride);
+            }
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+                if (t < p.mmaValueTiles)
+                {
+                    mma::FragmentB value;
+                    int const valueAt = stagedIndex<kTokenMajor>(t * 8, step * 16, layout.valueStride);
+                    loadFragmentB<kTokenMajor>(value, values + valueAt, layout.valueStride);
+                    if (kSplit)
+                    {
+                        mma::mmaF16(acc[t], low, value);
+                    }
+                    mma::mmaF16(acc[t], high, value);
+                }
+            }
+        }
+    }
+
+    // Partials in the scalar kernel's format and units: [max (softmax) | sum | context], the scale undone.
+    int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
+    float* const partial
+        = p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    if (tokenGroups > 1)
+    {
+        __syncthreads(); // the staging is no longer read: it becomes the cross-warp reduction buffer
+    }
+    for (int i = threadIdx.x; i < dk; i += blockDim.x)
+    {
+        partial[i] = kMap == FeatureMap::kSoftmax ? rowState[i] : 0.0F;
+    }
+#pragma unroll
+    for (int t = 0; t < kValueTiles; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            int const i = featureTile * 16 + mma::cRow(lane, e);
+            int const j = t * 8 + mma::cCol(lane, e);
+            if (tokenGroups > 1)
+            {
+                if (t < p.mmaValueTiles)
+                {
+                    reduction[(group * featureRows + i) * valueColumns + j] = acc[t].x[e];
+                }
+            }
+            else if (i < dk && j <= d)
+            {
+                partial[j < d ? 2 * dk + i * d + j : dk + i] = acc[t].x[e] * featureRowUnscale<kMap>(rowState[i]);
+            }
+        }
+    }
+    if (tokenGroups > 1)
+    {
+        __syncthreads();
+        for (int index = threadIdx.x; index < dk * (d + 1); index += blockDim.x)
+        {
+            int const i = index / (d + 1);
+            int const j = index - i * (d + 1);
+            float sum = 0.0F;
+            for (int g = 0; g < tokenGroups; ++g)
+            {
+                sum += reduction[(g * featureRows + i) * valueColumns + j];
+            }
+            partial[j < d ? 2 * dk + i * d + j : dk + i] = sum * featureRowUnscale<kMap>(rowState[i]);
+        }
+    }
+#endif // EDGEATTN_MMA_AVAILABLE
+}
+
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel(LinearAttentionParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    constexpr bool kSplitQuery = kMap != FeatureMap::kRelu;
+    constexpr int kTile = kLinearMmaOutputTile;
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const featureRows = p.mmaFeatureRows;
+    int const valueColumns = p.mmaValueColumns;
+    LinearOutputMmaLayout const layout = linearOutputMmaLayout(kTokenMajor, kSplitQuery, featureRows, valueColumns);
+    float* const shared = sharedFloats();
+    __half* const contextHigh = reinterpret_cast<__half*>(shared);
+    __half* const contextLow = contextHigh + layout.contextHalves;
+    __half* const queryHigh = contextLow + layout.contextHalves; // also the output staging
+    __half* const queryLow = queryHigh + layout.queryHalves;      // raw q before the transform (split maps)
+    float* const columnScale = shared + layout.floatsOffset;
+    float* const rowScale = columnScale + valueColumns;
+    float* const rowMax = rowScale + kTile;
+
+    int const lane = threadIdx.x & 31;
+    int const warp = threadIdx.x >> 5;
+    int const head = blockIdx.y;
+    int const batch = blockIdx.z;
+    int const contextColumns = roundUp4(d + 1);
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    float const* const contextGlobal = p.context + problem * roundUp4(dk) * contextColumns;
+    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + static_cast<int64_t>(batch) * p.inBatchStride
+        + head * p.inHeadStride * p.inChannelStride;
+    __half* __restrict__ outPtr = static_cast<__half*>(p.out) + static_cast<int64_t>(batch) * p.outBatchStride
+        + head * p.outHeadStride * p.outChannelStride;
+
+    float qtAlpha = 0.0F;
+    float qtLinear = 0.0F;
+    float qtGamma = 0.0F;
+    if (kMap == FeatureMap::kQuadraticTaylor)
+    {
+        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
+    }
+
+    // The context split once per block, with a power-of-two scale per column (numerator columns and the
+    // normaliser column d have unrelated magnitudes). Column maxima of |x| by atomicMax on the bit patterns
+    // (ordered like the values for x >= 0; the maximum does not depend on the order), over coalesced reads.
+    unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
+    for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
+    {
+        columnMaxBits[j] = 0U;
+    }
+    for (int index = threadIdx.x; index < layout.queryHalves * (kSplitQuery ? 2 : 1) / 2; index += blockDim.x)
+    {
+        reinterpret_cast<float*>(queryHigh)[index] = 0.0F; // padded feature rows stay zero
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < dk * contextColumns; index += blockDim.x)
+    {
+        int const j = index % contextColumns;
+        if (j <= d)
+        {
+            atomicMax(columnMaxBits + j, __float_as_uint(fabsf(contextGlobal[index])));
+        }
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
+    {
+        columnScale[j] = splitScale(__uint_as_float(columnMaxBits[j]));
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < featureRows * valueColumns; index += blockDim.x)
+    {
+        int const i = index / valueColumns;
+        int const j = index - i * valueColumns;
+        float const value = i < dk && j <= d ? contextGlobal[i * contextColumns + j] * columnScale[j] : 0.0F;
+        int const at = i * layout.contextStride + j;
+        splitHalf(value, contextHigh + at, contextLow + at);
+    }
+    __half const zero = __float2half_rn(0.0F);
+    // C-fragment position of the denominator (column d): value tile, element within the row pair, source lane
+    int const denominatorTile = d >> 3;
+    int const denominatorElement = d & 1;
+    int const denominatorLane = (lane & ~3) | ((d & 7) >> 1);
+    float const denominatorInverseScale = 1.0F / columnScale[d];
+
+    for (int tileIndex = 0; tileIndex < p.outputTilesPerBlock; ++tileIndex)
+    {
+        int const tileBegin = (blockIdx.x * p.outputTilesPerBlock + tileIndex) * kTile;
+        if (tileBegin >= p.tokens)
+        {
+            break; // uniform across the block
+        }
+        int const count = min(kTile, p.tokens - tileBegin);
+        __syncthreads(); // the previous tile's output staging has been stored (and the context split is visible)
+        for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
+            __half const x = n < count
+                ? qPtr[static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride]
+                : zero;
+            int const at = stagedIndex<kTokenMajor>(c, n, layout.queryStride);
+            if (kMap == FeatureMap::kRelu)
+            {
+                queryHigh[at] = __float2half_rn(fmaxf(__half2float(x), 0.0F)); // exact
+            }
+            else
+            {
+                queryLow[at] = x;
+            }
+        }
+        __syncthreads();
+        if (kSplitQuery)
+        {
+            for (int n = threadIdx.x; n < kTile; n += blockDim.x)
+            {
+                float maximum = -INFINITY;
+                float maxAbs = 0.0F;
+                for (int c = 0; c < d; ++c)
+                {
+                    float const x = __half2float(queryLow[stagedIndex<kTokenMajor>(c, n, layout.queryStride)]);
+                    maximum = fmaxf(maximum, x);
+                    maxAbs = fmaxf(maxAbs, fabsf(x));
+                }
+                rowMax[n] = maximum;
+                // Scaling a token's whole feature row scales numerator and denominator alike; eps is scaled with
+                // them in the epilogue.
+                float const featureMax
+                    = fmaxf(fmaxf(fabsf(qtAlpha) * maxAbs * maxAbs, fabsf(qtLinear) * maxAbs), fabsf(qtGamma));
+                rowScale[n] = kMap == FeatureMap::kSoftmax ? kSplitUnitScale : splitScale(featureMax);
+            }
+            __syncthreads();
+            for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
+            {
+                int n;
+                int c;
+                tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
+                bool const valid = n < count;
+                int const at = stagedIndex<kTokenMajor>(c, n, layout.queryStride);
+                float const x = __half2float(queryLow[at]);
+                float const scale = rowScale[n];
+                if (kMap == FeatureMap::kSoftmax)
+                {
+                    splitHalf(valid ? exp2f((x - rowMax[n]) * kLog2e) * scale : 0.0F, queryHigh + at, queryLow + at);
+                }
+                else
+                {
+                    int const linearAt = stagedIndex<kTokenMajor>(d + c, n, layout.queryStride);
+                    splitHalf(qtAlpha * x * x * scale, queryHigh + at, queryLow + at);
+                    splitHalf(qtLinear * x * scale, queryHigh + linearAt, queryLow + linearAt);
+                    if (c == 0)
+                    {
+                        int const constantAt = stagedIndex<kTokenMajor>(2 * d, n, layout.queryStride);
+                        splitHalf(valid ? qtGamma * scale : 0.0F, queryHigh + constantAt, queryLow + constantAt);
+                    }
+                }
+            }
+            __syncthreads();
+        }
+
+        int const rowBase = warp * 16;
+        if (rowBase < count) // uniform per warp: a warp whose 16 tokens are all past the end has nothing to do
+        {
+            mma::FragmentC acc[kValueTiles];
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+                zeroFragment(acc[t]);
+            }
+            for (int step = 0; step < featureRows / 16; ++step)
+            {
+                int const at = stagedIndex<kTokenMajor>(step * 16, rowBase, layout.queryStride);
+                mma::FragmentA high;
+                mma::FragmentA low;
+                loadFragmentA<!kTokenMajor>(high, queryHigh + at, layout.queryStride);
+                if (kSplitQuery)
+                {
+                    loadFragmentA<!kTokenMajor>(low, queryLow + at, layout.queryStride);
+                }
+#pragma unroll
+                for (int t = 0; t < kValueTiles; ++t)
+                {
+                    if (t < p.mmaValueTiles)
+                    {
+                        int const contextAt = step * 16 * layout.contextStride + t * 8;
+                        mma::FragmentB contextHighFragment;
+                        mma::FragmentB contextLowFragment;
+                        loadFragmentB<true>(contextHighFragment, contextHigh + contextAt, layout.contextStride);
+                        loadFragmentB<true>(contextLowFragment, contextLow + contextAt, layout.contextStride);
+                        if (kSplitQuery)
+                        {
+                            mmaSplitBoth(acc[t], high, low, contextHighFragment, contextLowFragment);
+                        }
+                        else
+                        {
+                            mma::mmaF16(acc[t], high, contextLowFragment);
+                            mma::mmaF16(acc[t], high, contextHighFragment);
+                        }
+                    }
+                }
+            }
+
+            // Denominators of the lane's two rows live in column d, held by one lane of the quad.
+            float denominatorOwn[2] = {0.0F, 0.0F};
+#pragma unroll
+            for (int t = 0; t < kValueTiles; ++t)
+            {
+                if (t == denominatorTile)
+                {
+                    // selects, not a runtime register index (which would move acc to local memory)
+                    denominatorOwn[0] = denominatorElement == 0 ? acc[t].x[0] : acc[t].x[1];
+                    denominatorOwn[1] = denominatorElement == 0 ? acc[t].x[2] : acc[t].x[3];
+                }
+            }
+            __syncwarp(); // every lane's fragment loads of this warp's rows are done before they are overwritten
+#pragma unroll
+            for (int half = 0; half < 2; ++half)
+            {
+                float const denominator = __shfl_sync(0xffffffffU, denominatorOwn[half], denominatorLane);
+                int const row = rowBase + mma::cRow(lane, 2 * half);
+                float const scale = kMap == FeatureMap::kRelu ? 1.0F : rowScale[row];
+                float const inverse = 1.0F / (denominator * denominatorInverseScale + scale * p.eps);
+#pragma unroll
+                for (int t = 0; t < kValueTiles; ++t)
+                {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                    {
+                        int const column = t * 8 + mma::cCol(lane, 2 * half + e);
+                        if (t < p.mmaValueTiles && column < d)
+                        {
+                            float const value = acc[t].x[2 * half + e] / columnScale[column] * inverse;
+                            queryHigh[stagedIndex<kTokenMajor>(column, row, layout.queryStride)]
+                                = __float2half_rn(value);
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
+            if (n < count)
+            {
+                outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]
+                    = queryHigh[stagedIndex<kTokenMajor>(c, n, layout.queryStride)];
+            }
+        }
+    }
+#endif // EDGEATTN_MMA_AVAILABLE
+}
+
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+int launchLinearAttentionMmaTiles(LinearAttentionParams const& params, LinearAttentionPlan const& plan,
+    LinearMmaPlan const& mmaPlan, int batch, cudaStream_t stream, char const* function)
+{
+    dim3 const reduceGrid(params.splits, params.heads, batch);
+    linearReduceMmaKernel<kMap, kTokenMajor, kValueTiles>
+        <<<reduceGrid, mmaPlan.reduceThreads, mmaPlan.reduceSharedBytes, stream>>>(params);
+    int status = checkLaunch(function, "linearReduceMmaKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const combineGrid(params.heads, batch);
+    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
+    status = checkLaunch(function, "linearCombineKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    dim3 const outputGrid(mmaPlan.outputBlocks, params.heads, batch);
+    linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>
+        <<<outputGrid, kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, stream>>>(params);
+    return checkLaunch(function, "linearOutputMmaKernel");
+}
+
+//! Enqueues the tensor-core passes. The caller has validated shapes, both plans and the workspace.
+template <FeatureMap kMap, bool kTokenMajor>
+int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan const& plan,
+    LinearMmaPlan const& mmaPlan, int batch, void* workspace, cudaStream_t stream, char const* function)
+{
+    size_t const contextBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.featurePad
+        * plan.contextColumns * sizeof(float));
+    params.context = static_cast<float*>(workspace);
+    params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
+    params.splits = plan.splits;
+    params.tokensPerSplit = plan.tokensPerSplit;
+    params.reduceTokenTile = mmaPlan.reduceTokenTile;
+    params.reduceGroups = mmaPlan.tokenGroups;
+    params.outputTokenTile = kLinearMmaOutputTile;
+    params.mmaFeatureRows = mmaPlan.featureRows;
+    params.mmaValueColumns = mmaPlan.valueColumns;
+    params.mmaFeatureTiles = mmaPlan.featureTiles;
+    params.mmaValueTiles = mmaPlan.valueTiles;
+    params.outputTilesPerBlock = mmaPlan.outputTilesPerBlock;
+    // value tiles as a template argument, so the accumulators stay in registers
+    if (mmaPlan.valueTiles <= 3)
+    {
+        return launchLinearAttentionMmaTiles<kMap, kTokenMajor, 3>(params, plan, mmaPlan, batch, stream, function);
+    }
+    if (mmaPlan.valueTiles <= 5)
+    {
+        return launchLinearAttentionMmaTiles<kMap, kTokenMajor, 5>(params, plan, mmaPlan, batch, stream, function);
+    }
+    return launchLinearAttentionMmaTiles<kMap, kTokenMajor, 9>(params, plan, mmaPlan, batch, stream, function);
+}
+
+#endif // EDGEATTN_TENSOR_CORES
+
+} // namespace kernels
+} // namespace edgeattn
+
+#endif // EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
