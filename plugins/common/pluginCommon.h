@@ -5,6 +5,8 @@
  *
  * Interface selection (compile time, from NvInferVersion.h):
  *   TensorRT >= 10  -> IPluginV3 (IPluginV3OneCore/OneBuild/OneRuntime) + IPluginCreatorV3One
+ *                      (10.3 JetPack 6.1/6.2, 11.x desktop and TensorRT-RTX: 11 removed only interfaces this glue
+ *                      never used, such as the registry's IPluginCreator overloads)
  *   TensorRT 8.x    -> IPluginV2DynamicExt + IPluginCreator   (8.0.1 JetPack 4.6, 8.2.1 JetPack 4.6.1+,
  *                                                             8.5 JetPack 5.1, 8.6 JetPack 6.0)
  */

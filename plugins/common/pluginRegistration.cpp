@@ -95,6 +95,8 @@ struct StaticRegistration
         CreatorEntry const* entries = allCreators(&count);
         for (int32_t i = 0; i < count; ++i)
         {
+            // CreatorInterface picks the overload that exists on every version: IPluginCreator& on 8.x,
+            // IPluginCreatorInterface& on >= 10 (11 removed the IPluginCreator& one).
             if (!registry->registerCreator(*entries[i].creator, entries[i].spec->nameSpace))
             {
                 logMessage(nvinfer1::ILogger::Severity::kWARNING,

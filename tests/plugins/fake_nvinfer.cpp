@@ -98,6 +98,9 @@ public:
         return true;
     }
 
+#if NV_TENSORRT_MAJOR < 11
+    // TensorRT 11 removed the IPluginCreator overloads of the registry (V1 creators register through the
+    // IPluginCreatorInterface ones).
     bool registerCreator(IPluginCreator& creator, AsciiChar const* const pluginNamespace) noexcept override
     {
         return record(describe(creator), pluginNamespace);
@@ -111,14 +114,15 @@ public:
     {
         return nullptr;
     }
+    bool deregisterCreator(IPluginCreator const&) noexcept override
+    {
+        return false;
+    }
+#endif
     void setErrorRecorder(IErrorRecorder* const) noexcept override {}
     IErrorRecorder* getErrorRecorder() const noexcept override
     {
         return nullptr;
-    }
-    bool deregisterCreator(IPluginCreator const&) noexcept override
-    {
-        return false;
     }
 #if NV_TENSORRT_MAJOR >= 10
     bool isParentSearchEnabled() const override
@@ -155,6 +159,12 @@ public:
     int32_t releasePluginResource(AsciiChar const*) noexcept override
     {
         return 0;
+    }
+    // Pure virtual from a 10.x minor release on (absent in 10.3), so no `override`: it overrides where it exists.
+    IPluginCreatorInterface* const* getAllCreatorsRecursive(int32_t* const numCreators) noexcept
+    {
+        *numCreators = 0;
+        return nullptr;
     }
 #endif
 };

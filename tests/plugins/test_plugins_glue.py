@@ -1,60 +1,38 @@
 """The TensorRT plugin glue, compiled against real public TensorRT headers kept OUTSIDE the repository.
 
-Set one or more of (directories holding NvInferVersion.h):
+Header sets (directories holding NvInferVersion.h), by default <shared>/third_party/tensorrt-headers/<version>/include
+next to the repository (EDGEATTN_SHARED_DIR moves <shared>), each overridable:
     EDGEATTN_TRT_INCLUDE_8_0    TensorRT 8.0 (JetPack 4.6)       -> IPluginV2DynamicExt
     EDGEATTN_TRT_INCLUDE_8_2    TensorRT 8.2 (JetPack 4.6.1+)    -> IPluginV2DynamicExt
     EDGEATTN_TRT_INCLUDE_10_3   TensorRT 10.3 (JetPack 6.1/6.2)  -> IPluginV3
-e.g. from `git archive` of the release/8.2 and release/10.3 branches of github.com/NVIDIA/TensorRT (Apache-2.0
-headers; never the NVIDIA-proprietary 8.4-8.6 ones). Unset variables skip their version.
+    EDGEATTN_TRT_INCLUDE_11_1   TensorRT 11.1 (desktop; the API TensorRT-RTX 1.7 loads) -> IPluginV3
+(Apache-2.0 headers from `git archive` of the release/8.0, release/8.2, release/10.3 branches and the 11.1 tag of
+github.com/NVIDIA/TensorRT; never the NVIDIA-proprietary 8.4-8.6 ones). A missing set skips its version.
 
 For each version: every glue translation unit compiles with -Wall -Wextra -Werror (objects only: libnvinfer is not
-needed); a host harness (glue_harness.cpp) drives the real creators and plugins through the TensorRT interfaces
-with a fake IExprBuilder and checks them against the op schemas; the statically registering library is linked
-against a fake libnvinfer (fake_nvinfer.cpp) and loaded with ctypes to see what it registers; for TensorRT >= 8.6
-the loadLibrary variant is linked without libnvinfer and its getCreators/setLoggerFinder entry points are called
-the way IPluginRegistry::loadLibrary does. No GPU is used.
+needed; compiled once and cached by content hash, see plugin_test_utils.glue_build); a host harness
+(glue_harness.cpp) drives the real creators and plugins through the TensorRT interfaces with a fake IExprBuilder
+and checks them against the op schemas; the statically registering library is linked against a fake libnvinfer
+(fake_nvinfer.cpp) and loaded with ctypes to see what it registers; for TensorRT >= 8.6 the loadLibrary variant is
+linked without libnvinfer and its getCreators/setLoggerFinder entry points are called the way
+IPluginRegistry::loadLibrary does. No GPU is used.
 """
 import json
 import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
 
 from edgeattn._subprocess import run_command
 from edgeattn.plugins import kernels_abi
-from plugin_test_utils import PLUGINS_DIR, REPO_ROOT, cuda_include_dir, find_cxx, find_nvcc
+from plugin_test_utils import (COMPILE_TIMEOUT_S, PLUGINS_DIR, REPO_ROOT, TRT_HEADER_SETS, cuda_include_dir,
+                               find_cxx, find_nvcc, glue_build, glue_objects, header_version,
+                               link_dynamic_plugin_library, trt_include_dir)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-HEADER_VARS = [("8.0", "EDGEATTN_TRT_INCLUDE_8_0"), ("8.2", "EDGEATTN_TRT_INCLUDE_8_2"),
-               ("10.3", "EDGEATTN_TRT_INCLUDE_10_3")]
 FIELD_TYPES = {"int": 5, "float": 1, "string": 6, "floats": 1, "ints": 5}  # nvinfer1::PluginFieldType values
-COMPILE_TIMEOUT_S = 300
-
-
-def glue_sources():
-    sources = []
-    for root, dirs, files in os.walk(PLUGINS_DIR):
-        dirs[:] = sorted(d for d in dirs if d not in ("build", "cmake", "tools"))
-        for name in sorted(files):
-            if name.endswith(".cpp") and name != "pluginRegistration.cpp":
-                sources.append(os.path.join(root, name))
-    return sources
-
-
-def header_version(include_dir):
-    with open(os.path.join(include_dir, "NvInferVersion.h")) as handle:
-        text = handle.read()
-
-    def define(name):
-        value = re.search(r"#define {}\s+(\w+)".format(name), text).group(1)
-        return value if value.isdigit() else define(value)
-
-    return "{}.{}.{}.{}".format(define("NV_TENSORRT_MAJOR"), define("NV_TENSORRT_MINOR"),
-                                define("NV_TENSORRT_PATCH"), define("NV_TENSORRT_BUILD"))
 
 
 def schemas():
@@ -68,18 +46,21 @@ def schemas():
     return result
 
 
-@pytest.fixture(scope="module", params=[label for label, _ in HEADER_VARS], ids=lambda label: "trt" + label)
+# One pytest-xdist worker per header set (--dist loadgroup), so each set's glue is compiled once; the TensorRT-RTX
+# registry test, which links the 11.1 build, joins the 11.1 group.
+@pytest.fixture(scope="module", ids=lambda label: "trt" + label,
+                params=[pytest.param(entry[0], marks=pytest.mark.xdist_group("glue-trt" + entry[0]))
+                        for entry in TRT_HEADER_SETS])
 def trt(request, tmp_path_factory):
     label = request.param
-    variable = dict(HEADER_VARS)[label]
-    include = os.environ.get(variable)
-    if not include:
-        pytest.skip("{} is not set (a directory with TensorRT {} NvInferVersion.h/NvInfer.h, outside the repo)".format(
-            variable, label))
-    assert os.path.isfile(os.path.join(include, "NvInferVersion.h")), "{}={} has no NvInferVersion.h".format(
-        variable, include)
+    include, origin = trt_include_dir(label)
+    if not os.path.isfile(os.path.join(include, "NvInferVersion.h")):
+        if origin != "default":
+            pytest.fail("{}={} has no NvInferVersion.h".format(origin, include))
+        pytest.skip("no TensorRT {} headers at {} (set EDGEATTN_TRT_INCLUDE_{} or EDGEATTN_SHARED_DIR)".format(
+            label, include, label.replace(".", "_")))
     version = header_version(include)
-    assert version.startswith(label + "."), "{} points at TensorRT {} headers, not {}".format(variable, version, label)
+    assert version.startswith(label + "."), "{} points at TensorRT {} headers, not {}".format(include, version, label)
     cxx = find_cxx()
     if cxx is None:
         pytest.skip("no C++ compiler (c++/g++/clang++) on PATH")
@@ -88,29 +69,13 @@ def trt(request, tmp_path_factory):
     if cuda_include is None:
         pytest.skip("CUDA headers (cuda_runtime_api.h, included by NvInfer.h) not found")
     major, minor = (int(part) for part in version.split(".")[:2])
-    work = str(tmp_path_factory.mktemp("glue-trt" + label))
-    flags = ["-std=c++14", "-O1", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
-             "-I" + PLUGINS_DIR, "-I" + os.path.join(PLUGINS_DIR, "include"), "-isystem", include,
-             "-isystem", cuda_include, '-DEDGEATTN_VERSION_STRING="test"']
-    variants = ["NONE", "STATIC"] + (["DYNAMIC"] if (major, minor) >= (8, 6) else [])
-    jobs = [(source, os.path.join(work, os.path.basename(source) + ".o"), []) for source in glue_sources()]
-    registration = os.path.join(PLUGINS_DIR, "common", "pluginRegistration.cpp")
-    for variant in variants:
-        jobs.append((registration, os.path.join(work, "registration_{}.o".format(variant)),
-                     ["-DEDGEATTN_REGISTRATION_" + variant] if variant != "NONE" else []))
-    jobs.append((os.path.join(HERE, "glue_harness.cpp"), os.path.join(work, "glue_harness.o"), []))
-    compiled = {}  # object path -> CommandResult (pluginRegistration.cpp is compiled once per variant)
-
-    def one(job):
-        source, obj, extra = job
-        return obj, run_command([cxx] + flags + extra + ["-c", source, "-o", obj], timeout=COMPILE_TIMEOUT_S)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for obj, result in pool.map(one, jobs):
-            compiled[obj] = result
+    build = glue_build(label, include, cxx, cuda_include)
+    objects = build["objects"]
     return {"label": label, "version": version, "include": include, "major": major, "minor": minor,
-            "work": work, "cxx": cxx, "flags": flags, "compiled": compiled, "variants": variants,
-            "glue_objects": [job[1] for job in jobs if job[0] != registration and "glue_harness" not in job[1]]}
+            "work": str(tmp_path_factory.mktemp("glue-trt" + label)), "cxx": cxx, "flags": build["flags"],
+            "compiled": build["results"], "objects": objects, "cached": build["cached"],
+            "variants": sorted(name[len("registration_"):-2] for name in objects if name.startswith("registration_")),
+            "glue_objects": glue_objects(objects)}
 
 
 def test_glue_compiles_without_warnings(trt):
@@ -132,8 +97,7 @@ def harness_output(trt, kernels_build):
     test_glue_compiles_without_warnings(trt)
     library_dir = os.path.dirname(kernels_build["library"])
     executable = _link(trt, os.path.join(trt["work"], "glue_harness"),
-                       trt["glue_objects"] + [os.path.join(trt["work"], "registration_NONE.o"),
-                                              os.path.join(trt["work"], "glue_harness.o")],
+                       trt["glue_objects"] + [trt["objects"]["registration_NONE.o"], trt["objects"]["glue_harness.o"]],
                        [kernels_build["library"], "-Wl,-rpath," + library_dir])
     result = run_command([executable], timeout=120)
     assert result.returncode == 0, result.output[-3000:]
@@ -260,12 +224,9 @@ def test_static_library_registers_every_creator_under_edgeattn(trt, kernels_buil
     fake_dir = os.path.join(work, "fake_nvinfer")
     os.makedirs(fake_dir, exist_ok=True)
     fake = os.path.join(fake_dir, "libnvinfer.so")
-    built = run_command([trt["cxx"], "-shared", "-o", fake, os.path.join(HERE, "fake_nvinfer.cpp")]
-                        + [f for f in trt["flags"] if f not in ("-fvisibility=hidden", "-Werror")]
-                        + ["-Wno-deprecated-declarations"], timeout=COMPILE_TIMEOUT_S)
-    assert built.returncode == 0, built.output[-3000:]
+    _link(trt, fake, [trt["objects"]["fake_nvinfer.o"]], ["-shared"])
     library = _link(trt, os.path.join(work, "libedgeattn_plugins.so"),
-                    trt["glue_objects"] + [os.path.join(work, "registration_STATIC.o")],
+                    trt["glue_objects"] + [trt["objects"]["registration_STATIC.o"]],
                     ["-shared", kernels_build["library"], "-L" + fake_dir, "-lnvinfer",
                      "-Wl,--version-script=" + os.path.join(PLUGINS_DIR, "exports", "edgeattn_plugins.map"),
                      "-Wl,--no-undefined", "-Wl,-rpath," + os.path.dirname(kernels_build["library"])])
@@ -292,27 +253,24 @@ def test_static_library_registers_every_creator_under_edgeattn(trt, kernels_buil
 
 def test_dynamic_library_exports_only_the_load_library_entry_points(trt, kernels_build):
     if (trt["major"], trt["minor"]) < (8, 6):
-        pytest.skip("TensorRT {} has no IPluginRegistry::loadLibrary (8.6+)".format(trt["version"]))
+        # No IPluginRegistry::loadLibrary before 8.6: the loadLibrary variant must refuse to build, by name.
+        refused = run_command([trt["cxx"]] + trt["flags"] + ["-DEDGEATTN_REGISTRATION_DYNAMIC", "-fsyntax-only",
+                              os.path.join(PLUGINS_DIR, "common", "pluginRegistration.cpp")], timeout=COMPILE_TIMEOUT_S)
+        assert refused.returncode != 0
+        assert "libedgeattn_plugins_dynamic needs TensorRT >= 8.6" in refused.output
+        return
     test_glue_compiles_without_warnings(trt)
     work = trt["work"]
-    map_name = "edgeattn_plugins_dynamic.map" if trt["major"] >= 10 else "edgeattn_plugins_dynamic_trt8.map"
-    library = _link(trt, os.path.join(work, "libedgeattn_plugins_dynamic.so"),
-                    trt["glue_objects"] + [os.path.join(work, "registration_DYNAMIC.o")],
-                    ["-shared", kernels_build["library"],
-                     "-Wl,--version-script=" + os.path.join(PLUGINS_DIR, "exports", map_name),
-                     "-Wl,--no-undefined", "-Wl,-rpath," + os.path.dirname(kernels_build["library"])])
+    library = link_dynamic_plugin_library(trt["cxx"], trt["objects"], trt["major"], kernels_build["library"],
+                                          os.path.join(work, "libedgeattn_plugins_dynamic.so"))
     exported = set(re.findall(r" T (\w+)", run_command(["nm", "-D", "--defined-only", library], timeout=60,
                                                          check=True).stdout))
     entry = "getCreators" if trt["major"] >= 10 else "getPluginCreators"
     assert exported == {entry, "setLoggerFinder"}
     needed = run_command(["readelf", "-d", library], timeout=60, check=True).stdout
     assert "libnvinfer" not in needed
-    emulator = os.path.join(work, "load_library_emulator")
-    built = run_command([trt["cxx"], "-o", emulator, "-DEDGEATTN_EMULATE_LOAD_LIBRARY",
-                         os.path.join(HERE, "fake_nvinfer.cpp"), "-ldl"]
-                        + [f for f in trt["flags"] if f not in ("-fvisibility=hidden", "-Werror")]
-                        + ["-Wno-deprecated-declarations"], timeout=COMPILE_TIMEOUT_S)
-    assert built.returncode == 0, built.output[-3000:]
+    emulator = _link(trt, os.path.join(work, "load_library_emulator"), [trt["objects"]["load_library_emulator.o"]],
+                     ["-ldl"])
     result = run_command([emulator, library], timeout=120)
     assert result.returncode == 0, result.output[-3000:]
     creators = json.loads(result.stdout)["creators"]
