@@ -2,8 +2,8 @@
 
 Target (issue 6): on a ~5 ms model the bookkeeping adds < 1 % to the latency.
 
-One run builds a MatMul chain (ONNX written with edgeattn.onnx_wire, so no onnx package is needed) sized to take
-about ``--target-ms`` per ``session.run`` with one intra-op thread, then alternates, for ``--rounds`` rounds:
+One run builds a MatMul chain (ONNX written with onnx.helper) sized to take about ``--target-ms`` per
+``session.run`` with one intra-op thread, then alternates, for ``--rounds`` rounds:
 
 * bare:  ``for _ in range(n): session.run(None, feeds)`` timed as a whole (one clock read per block);
 * bench: ``edgeattn.bench.run_benchmark(model, iterations=n, warmup_s=0, threads=1)``; its per-iteration time is
@@ -33,23 +33,24 @@ TARGET_OVERHEAD = 0.01
 
 def build_model(path, width, depth):
     import numpy as np
-
-    from edgeattn import onnx_wire
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
     nodes, initializers = [], []
     source = "x"
     for layer in range(depth):
         weight = "W{}".format(layer)
-        initializers.append(onnx_wire.make_tensor(
-            weight, (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)))
-        nodes.append(onnx_wire.make_node("MatMul", [source, weight], ["h{}".format(layer)]))
+        initializers.append(numpy_helper.from_array(
+            (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32), weight))
+        nodes.append(helper.make_node("MatMul", [source, weight], ["h{}".format(layer)]))
         source = "h{}".format(layer)
-    nodes.append(onnx_wire.make_node("Relu", [source], ["y"]))
-    data = onnx_wire.make_model(nodes, [onnx_wire.make_value_info("x", "float32", [64, width])],
-                                [onnx_wire.make_value_info("y", "float32", [64, width])], initializers)
-    with open(path, "wb") as handle:
-        handle.write(data)
+    nodes.append(helper.make_node("Relu", [source], ["y"]))
+    graph = helper.make_graph(nodes, "matmul_chain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, width])], initializers)
+    # IR 8: readable by every ONNX Runtime the benchmark may meet (onnx.helper defaults to its newest IR)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
 
 
 def make_session(path):

@@ -1,4 +1,4 @@
-"""``edgeattn inspect``: describe an exported ONNX file (pure Python: works without the onnx package)."""
+"""``edgeattn inspect``: describe an exported ONNX file (the onnx package, weights not loaded; no torch)."""
 import json
 
 import click
@@ -6,7 +6,10 @@ import click
 
 @click.command(name="inspect")
 @click.argument("model", metavar="MODEL.onnx")
-@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON instead of text.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the description as JSON instead of text (schema edgeattn.inspect/1: path, size_bytes, "
+                   "ir_version, producer, opset_imports, variant, inputs, outputs, node_count, custom_ops, "
+                   "custom_nodes, functions, schema_problems).")
 def inspect_(model, as_json):
     """Describe MODEL.onnx: IR version, opsets, inputs/outputs with shapes, custom-op nodes with their
     attributes (checked against export/schemas), model-local functions, and whether the file is the ORT

@@ -12,9 +12,9 @@ terms; eps 1e-15 underflows). The policy keeps exactly those "FP32 islands" in F
 
 Our plugins take FP16 I/O and accumulate in FP32 inside their kernels, so they are not islands.
 
-The islands are found on the ONNX graph (``edgeattn.onnx_wire`` nodes, no onnx needed): normalisation and softmax
-ops, every reduction, decomposed LayerNorm chains (ReduceMean -> Sub -> Pow -> ReduceMean -> Add -> Sqrt -> Div, as
-the TorchScript exporter emits below opset 17), and divisions whose denominator comes from an island.
+The islands are found on the ONNX graph (node dicts of :func:`edgeattn.onnx_graph.graph_nodes`): normalisation
+and softmax ops, every reduction, decomposed LayerNorm chains (ReduceMean -> Sub -> Pow -> ReduceMean -> Add -> Sqrt
+-> Div, as the TorchScript exporter emits below opset 17), and divisions whose denominator comes from an island.
 """
 from ..errors import EdgeAttnError, MissingDependencyError
 
@@ -55,7 +55,7 @@ class PrecisionPolicy(object):
 
     def fp32_islands(self, nodes):
         """ONNX node names to keep in FP32 -> reason (``softmax``, ``layernorm``, ``reduction``, ``normaliser``).
-        ``nodes`` as returned by ``onnx_wire.read_nodes``. Empty for an FP32 policy."""
+        ``nodes`` as returned by ``onnx_graph.graph_nodes``. Empty for an FP32 policy."""
         if not self.fp16:
             return {}
         return find_fp32_islands(nodes)
@@ -147,7 +147,38 @@ def find_fp32_islands(nodes):
             islands[names[id(node)]] = "normaliser"
             if via_add is not None:
                 islands[names[id(via_add)]] = "normaliser"
+            continue
+        # Linear attention's padded-V trick (LiteMLA's decomposition, as EfficientViT computes it): numerator and
+        # denominator are slices of one product phi(Q) (phi(K)^T [V; 1]), a sum over all tokens that the official
+        # code runs in FP32 for the same reason; the products, the slice and the division stay FP32 together.
+        chain = _product_normaliser(node, producers)
+        if chain:
+            for member in chain:
+                islands[names[id(member)]] = "normaliser"
     return islands
+
+
+_RESHAPING_OPS = ("Slice", "Reshape", "Squeeze", "Unsqueeze", "Transpose")
+
+
+def _product_normaliser(division, producers):
+    """``[division, eps Add, slicing ops..., MatMul, MatMul feeding it]`` when the division's denominator is (plus an
+    optional eps) a slice or reshape of a MatMul of a MatMul's output; else None."""
+    chain = [division]
+    current = producers.get(division["inputs"][1])
+    if current is not None and current["op_type"] == "Add":
+        chain.append(current)
+        current = next((producers[t] for t in current["inputs"]
+                        if t in producers and producers[t]["op_type"] != "Constant"), None)
+    while current is not None and current["op_type"] in _RESHAPING_OPS:
+        chain.append(current)
+        current = producers.get(current["inputs"][0]) if current["inputs"] else None
+    if current is None or current["op_type"] != "MatMul":
+        return None
+    feeding = [producers[t] for t in current["inputs"] if t in producers and producers[t]["op_type"] == "MatMul"]
+    if not feeding:
+        return None  # a plain projection, not a token-axis sum
+    return chain + [current] + feeding
 
 
 def _layernorm_tail(variance, centred, consumers):
@@ -246,8 +277,9 @@ def _elem_types(onnx, shape_inference, model):
     return types
 
 
-def make_strongly_typed_fp16(data, islands):
-    """An FP16 ONNX (bytes) for strongly typed TensorRT: float weights, constants and computations in FP16, the
+def make_strongly_typed_fp16(source, islands):
+    """An FP16 ONNX (bytes) from ``source`` (a ModelProto, left unchanged, or serialized bytes) for strongly
+    typed TensorRT: float weights, constants and computations in FP16, the
     ``islands`` (node names) in FP32 with explicit Casts at their borders; graph inputs and outputs stay FP32.
 
     Model-local functions are dropped: strongly typed TensorRT (>= 11) resolves our custom nodes through their
@@ -258,7 +290,11 @@ def make_strongly_typed_fp16(data, islands):
     import numpy as np
 
     FLOAT, HALF = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
-    model = onnx.load_from_string(data)
+    if isinstance(source, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(source))
+    else:
+        model = onnx.ModelProto()
+        model.CopyFrom(source)
     del model.functions[:]
     graph = model.graph
     nodes = list(graph.node)

@@ -6,10 +6,9 @@ keys) and every schema attribute, always written out (defaults filled in by ``Op
 the ONNX attribute type the schema names: int -> INT, float -> FLOAT, string -> STRING and the list forms.
 Writing defaults explicitly keeps the plugin creator and the model-local function independent of default values.
 
-The checker works on a plain description of a node (op_type, domain, attribute types and values, inputs, outputs),
-so it serves both ``onnx.NodeProto`` (:func:`node_problems`) and the pure-Python reader
-:mod:`edgeattn.onnx_wire` (:func:`wire_node_problems`, used by ``edgeattn inspect`` without the onnx package).
-This module imports onnx only inside the functions that take or make ``NodeProto`` objects.
+The checker works on a plain description of a node (op_type, domain, attribute types and values, inputs, outputs);
+:func:`node_problems` feeds it an ``onnx.NodeProto``. This module imports onnx only inside the functions that take
+or make ``NodeProto`` objects, so the board-side commands import it without onnx.
 """
 from ..errors import EdgeAttnError
 from ..schemas import all_schemas, get_schema
@@ -128,7 +127,7 @@ def problems(op_type, domain, attributes, types, inputs, outputs):
 
 
 def _python_type(value, expected):
-    """Schema type of a decoded attribute value whose ONNX type is unknown (onnx_wire nodes)."""
+    """Schema type of a decoded attribute value whose ONNX type the caller does not know."""
     if isinstance(value, list):
         if not value:
             return expected if expected.endswith("s") and expected != "string" else "list"
@@ -161,11 +160,6 @@ def node_problems(node):
     types = {attr.name: _TYPE_NAMES.get(attr.type, "ONNX type {}".format(attr.type)) for attr in node.attribute}
     return problems(node.op_type, node.domain, decoded_attributes(node), types, list(node.input),
                     list(node.output))
-
-
-def wire_node_problems(node):
-    """:func:`problems` for a node dict from :func:`edgeattn.onnx_wire.read_nodes` (types from the values)."""
-    return problems(node["op_type"], node["domain"], node["attributes"], {}, node["inputs"], node["outputs"])
 
 
 def make_node(op_type, inputs, outputs, name=None, **given):

@@ -1,7 +1,7 @@
 """Describe an exported ONNX file: opsets, I/O, custom-op nodes, local functions, and which variant it is.
 
-Pure Python on top of :mod:`edgeattn.onnx_wire` (no onnx package), so ``edgeattn inspect`` also runs on a board
-that has only click, PyYAML and numpy (Python 3.8).
+Reads the file with the ``onnx`` package without its external weights (:mod:`edgeattn.onnx_graph`), so
+``edgeattn inspect`` runs on a board (Python 3.8) and on models of any size; torch is not needed.
 
 Variants (see export/README.md):
 
@@ -15,8 +15,11 @@ Variants (see export/README.md):
 """
 import os
 
-from .. import onnx_wire
+from .. import onnx_graph
 from . import contract
+
+#: ``edgeattn inspect --json``: keys are only added within a schema version; a change of meaning bumps it
+INSPECT_SCHEMA = "edgeattn.inspect/1"
 
 VARIANT_NOTES = {
     "ort": "custom ops with model-local functions: ONNX Runtime runs it as is; for TensorRT 9.0-10.6 strip the "
@@ -43,19 +46,19 @@ def classify(custom_op_types, function_names):
 
 def describe_onnx(path):
     """A JSON-able description of the ONNX file at ``path`` (EdgeAttnError for a missing or corrupt file)."""
-    data = onnx_wire.load_model_bytes(path)
-    info = onnx_wire.read_model_info(data)
-    io_info = onnx_wire.read_graph_io(data)
-    nodes = onnx_wire.read_nodes(data)
-    custom = [node for node in nodes if node["domain"] not in onnx_wire.STANDARD_DOMAINS
-              or contract.is_custom(node["op_type"], node["domain"])]
+    model = onnx_graph.load_model(path, "`edgeattn inspect`")
+    info = onnx_graph.model_info(model)
+    io_info = onnx_graph.graph_io(model)
+    custom = [node for node in model.graph.node if node.domain not in onnx_graph.STANDARD_DOMAINS
+              or contract.is_custom(node.op_type, node.domain)]
     custom_nodes = []
     for index, node in enumerate(custom):
-        ours = contract.is_custom(node["op_type"], node["domain"])
+        ours = contract.is_custom(node.op_type, node.domain)
         custom_nodes.append({
-            "index": index, "name": node["name"], "op_type": node["op_type"], "domain": node["domain"],
-            "inputs": len([name for name in node["inputs"] if name]), "attributes": node["attributes"],
-            "problems": contract.wire_node_problems(node) if ours else ["not an edgeattn op (no schema)"],
+            "index": index, "name": node.name, "op_type": node.op_type, "domain": node.domain,
+            "inputs": len([name for name in node.input if name]),
+            "attributes": {attr.name: onnx_graph.attribute_value(attr) for attr in node.attribute},
+            "problems": contract.node_problems(node) if ours else ["not an edgeattn op (no schema)"],
         })
     op_types = []
     for node in custom_nodes:
@@ -63,8 +66,9 @@ def describe_onnx(path):
             op_types.append(node["op_type"])
     variant = classify(op_types, info["function_names"])
     return {
+        "schema": INSPECT_SCHEMA,
         "path": os.fspath(path),
-        "size_bytes": len(data),
+        "size_bytes": os.path.getsize(path),
         "ir_version": info["ir_version"],
         "producer": "{} {}".format(info["producer_name"], info["producer_version"]).strip(),
         "opset_imports": info["opset_imports"],
@@ -72,8 +76,8 @@ def describe_onnx(path):
         "variant_note": VARIANT_NOTES[variant],
         "inputs": io_info["inputs"],
         "outputs": io_info["outputs"],
-        "node_count": len(nodes),
-        "custom_ops": onnx_wire.read_custom_ops(data),
+        "node_count": len(model.graph.node),
+        "custom_ops": onnx_graph.custom_ops(model),
         "custom_nodes": custom_nodes,
         "functions": info["function_names"],
         "schema_problems": sum(len(node["problems"]) for node in custom_nodes),

@@ -267,6 +267,14 @@ def build_case(name, tokens, heads, head_dim, window_size):
     raise OpShapeError("unknown operator {!r}".format(name))
 
 
+def _quartiles(samples):
+    """``q1_ms``/``q3_ms`` of the timed calls (the spread the report's scaling plot draws as error bars)."""
+    if len(samples) < 2:
+        return {"q1_ms": samples[0], "q3_ms": samples[0]}
+    q1, _median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return {"q1_ms": q1, "q3_ms": q3}
+
+
 #: every benchmarked operator core, the softmax baseline first
 OPS = ("sdpa", "blockify", "effatt", "elfatt", "cswin", "litemla-relu", "litemla-qt", "soft++", "flurka-elu",
        "flurka-performer", "multispot")
@@ -303,6 +311,7 @@ def run_ops_bench(tokens_list, heads=2, head_dim=32, window_size=7, repeats=3, m
                 record.update(ms=timing["min_ms"], median_ms=timing["median_ms"], repeats=timing["repeats"],
                               gemm_flops=flops, gflops=flops / timing["min_ms"] / 1e6,
                               speedup_vs_sdpa=None if baseline_ms is None else baseline_ms / timing["min_ms"])
+                record.update(_quartiles(timing["samples_ms"]))
             results.append(record)
             done += 1
     if progress is not None:

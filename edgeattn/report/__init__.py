@@ -1,20 +1,25 @@
-"""``build_report(DIR)``: markdown and HTML tables plus PNG/SVG plots from a sweep's results.json.
+"""``build_report(DIR)``: markdown and HTML tables plus PNG/SVG plots from a sweep's results.json, and
+``build_ops_report(FILE)``: the linear-scaling plot of an ops benchmark record.
 
-Plots (like the ELFATT paper's Fig. 4), one set per precision: FPS vs power mode, speedup vs power mode (vs the
-explicit baseline when given, else the paper's slowest-model ratio; the title says which) and FPS per watt (when
-power was measured). Everything is written atomically under DIR: report.md, report.html, plots/*.png|svg.
+Plots (drawn by :mod:`.plots` with matplotlib, the ``edgeattn[report]`` extra), one set per precision: the ELFATT
+paper's Fig. 4 view (throughput and energy per item across the power modes, one line per model) and the speedup
+chart (vs the explicit baseline when given, else the paper's slowest-model ratio; the title says which), each with
+error bars from the repeats. Everything under DIR is written atomically and as one group (report.md, report.html,
+plots/*.png|svg): a failure leaves the previous report as it was. The Markdown report embeds the PNGs, so a
+terminal-only workflow can open them beside it; the HTML report shows the SVGs.
 """
+import json
 import os
 import time
 
-from .._io import atomic_write
+from .._io import all_or_nothing, atomic_write
 from .._version import __version__
 from ..errors import EdgeAttnError
 from ..sweep.results import load_results
-from .chart import LineChart
 from .tables import SweepTables, html_table, markdown_table, table_sections
 
 PLOT_DIR = "plots"
+PLOT_FORMATS = ("png", "svg")
 
 
 def _context_lines(data):
@@ -34,35 +39,26 @@ def _context_lines(data):
     return lines
 
 
-def _charts(tables, precision, baseline):
-    modes = tables.modes_in(precision)
-    models = tables.models_in(precision)
-    labels = [m.name for m in modes]
-    x_title = "CPU thread budget" if modes and modes[0].threads is not None else "power mode"
-    charts = [("fps_vs_mode_{}".format(precision),
-               LineChart("Throughput vs {} ({})".format(x_title, precision), labels, "items/s",
-                         [(m, [tables.fps(precision, m, mode.id) for mode in modes]) for m in models],
-                         x_title=x_title))]
-    if baseline and baseline in models:
-        series = [(m, [tables.speedup_vs_baseline(precision, m, mode.id, baseline) for mode in modes])
-                  for m in models]
-        title = "Speedup vs baseline {} ({})".format(baseline, precision)
-    else:
-        series = [(m, [tables.speedup_ratio(precision, m, mode.id) for mode in modes]) for m in models]
-        title = "Speedup ratio vs slowest model per mode ({})".format(precision)
-    charts.append(("speedup_vs_mode_{}".format(precision),
-                   LineChart(title, labels, "speedup (x)", series, x_title=x_title, reference=1.0)))
-    efficiency = [(m, [(tables.cell(precision, m, mode.id) or _Empty).fps_per_w for mode in modes])
-                  for m in models]
-    if any(v is not None for _, values in efficiency for v in values):
-        charts.append(("fps_per_watt_{}".format(precision),
-                       LineChart("Items/s per watt vs {} ({})".format(x_title, precision), labels, "items/s/W",
-                                 efficiency, x_title=x_title)))
-    return charts
+def _figures(tables, precision, baseline):
+    """(file stem, title, matplotlib Figure) of each plot of one precision."""
+    from . import plots
+
+    throughput = plots.throughput_energy_figure(tables, precision)
+    speedup = plots.speedup_figure(tables, precision, baseline if baseline in tables.models_in(precision) else None)
+    return [("throughput_energy_{}".format(precision), throughput.get_label(), throughput),
+            ("speedup_vs_mode_{}".format(precision), speedup.get_label(), speedup)]
 
 
-class _Empty(object):
-    fps_per_w = None
+def _write_figure(figure, plot_dir, stem):
+    from . import plots
+
+    written = []
+    for fmt in PLOT_FORMATS:
+        path = os.path.join(plot_dir, "{}.{}".format(stem, fmt))
+        with atomic_write(path, "wb") as handle:
+            plots.save_figure(figure, handle, fmt)
+        written.append(path)
+    return written
 
 
 def _load_tables(out_dir, baseline):
@@ -95,6 +91,17 @@ def summary_markdown(out_dir, baseline=None):
 def build_report(out_dir, baseline=None, html=True, plots=True):
     """Write report.md (and report.html, plots/) for the sweep in ``out_dir``; returns the written paths."""
     data, rows, tables = _load_tables(out_dir, baseline)
+    if plots:
+        from .plots import import_matplotlib
+
+        import_matplotlib()  # a missing extra is reported before anything is written
+    with all_or_nothing():
+        return _write_report(out_dir, baseline, html, plots, data, rows, tables)
+
+
+def _write_report(out_dir, baseline, html, plots, data, rows, tables):
+    from .plots import ERROR_BARS
+
     written = []
     markdown = ["# Sweep report", "", "Generated by edgeattn {} on {} from {}.".format(
         __version__, time.strftime("%Y-%m-%d %H:%M"), os.path.join(out_dir, "results.json")), ""]
@@ -102,7 +109,7 @@ def build_report(out_dir, baseline=None, html=True, plots=True):
     html_parts = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>edgeattn sweep report</title>",
                   "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
                   "td,th{border:1px solid #ccc;padding:4px 8px}td.num{text-align:right}"
-                  "h3{margin-top:1.5em}</style></head><body>", "<h1>Sweep report</h1>", "<ul>"]
+                  "h3{margin-top:1.5em}img{max-width:100%}</style></head><body>", "<h1>Sweep report</h1>", "<ul>"]
     html_parts += ["<li>{}</li>".format(_escape(line)) for line in _context_lines(data)] + ["</ul>"]
     plot_dir = os.path.join(out_dir, PLOT_DIR)
     for precision in tables.precisions:
@@ -115,17 +122,13 @@ def build_report(out_dir, baseline=None, html=True, plots=True):
                 markdown += ["_{}_".format(note), ""]
                 html_parts.append("<p><em>{}</em></p>".format(_escape(note)))
         if plots:
-            for name, chart in _charts(tables, precision, baseline):
-                png_path = os.path.join(plot_dir, name + ".png")
-                svg_path = os.path.join(plot_dir, name + ".svg")
-                with atomic_write(png_path, "wb") as handle:
-                    handle.write(chart.to_png())
-                svg = chart.to_svg()
-                with atomic_write(svg_path, "w") as handle:
-                    handle.write(svg)
-                written += [png_path, svg_path]
-                markdown += ["![{}]({}/{}.png)".format(chart.title, PLOT_DIR, name), ""]
-                html_parts.append("<figure>{}</figure>".format(svg))
+            for stem, title, figure in _figures(tables, precision, baseline):
+                written += _write_figure(figure, plot_dir, stem)
+                markdown += ["![{}]({}/{}.png)".format(title, PLOT_DIR, stem), ""]
+                html_parts.append('<figure><img src="{}/{}.svg" alt="{}"></figure>'.format(
+                    PLOT_DIR, stem, _escape(title).replace('"', "&quot;")))
+            markdown += ["_Plots ({}): {}._".format(precision, ERROR_BARS), ""]
+            html_parts.append("<p><em>{}</em></p>".format(_escape(ERROR_BARS)))
     throttled = [r for r in rows if r.get("throttled")]
     if throttled:
         markdown += ["† throttling was flagged in at least one repeat (see throttle_reasons in results.csv).", ""]
@@ -149,6 +152,62 @@ def build_report(out_dir, baseline=None, html=True, plots=True):
             handle.write("\n".join(html_parts) + "\n")
         written.insert(1, html_path)
     return written
+
+
+def load_ops_record(path):
+    """An ops benchmark record (``edgeattn ops-bench --json`` or benchmarks/ops_cpu.py); one-line errors."""
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except FileNotFoundError:
+        raise EdgeAttnError("no such file: {}".format(path))
+    except (OSError, UnicodeDecodeError) as error:
+        raise EdgeAttnError("cannot read {}: {}".format(path, getattr(error, "strerror", None) or error))
+    except ValueError as error:
+        raise EdgeAttnError("{} is not JSON ({})".format(path, error))
+    if not isinstance(record, dict):
+        raise EdgeAttnError("{} is not an ops benchmark record (a JSON object)".format(path))
+    return record
+
+
+def ops_summary_markdown(record):
+    """Median latency per operator and token count, as a markdown table."""
+    from .plots import ops_series
+
+    series = ops_series(record)
+    tokens = sorted({p[0] for points in series.values() for p in points})
+    rows = []
+    for name, points in series.items():
+        by_tokens = {p[0]: p[1] for p in points}
+        rows.append([name] + ["{:.3f}".format(by_tokens[n]) if n in by_tokens else "-" for n in tokens])
+    return markdown_table(["median ms"] + ["N={}".format(n) for n in tokens], rows)
+
+
+def build_ops_report(json_path, out_dir=None):
+    """Write ``<stem>.report.md`` and ``plots/<stem>_latency_vs_tokens.png|svg`` for an ops benchmark record
+    (beside it, or in ``out_dir``); returns the written paths."""
+    from .plots import OPS_ERROR_BARS, import_matplotlib, ops_scaling_figure, ops_series
+
+    record = load_ops_record(json_path)
+    table = ops_summary_markdown(record)  # rejects a file of another schema before anything is drawn
+    import_matplotlib()
+    out_dir = out_dir or os.path.dirname(os.path.abspath(json_path))
+    stem = os.path.splitext(os.path.basename(json_path))[0]
+    figure = ops_scaling_figure(record)
+    plot_stem = "{}_latency_vs_tokens".format(stem)
+    with all_or_nothing():
+        written = _write_figure(figure, os.path.join(out_dir, PLOT_DIR), plot_stem)
+        markdown = ["# Operator scaling", "", "Generated by edgeattn {} from {} ({}).".format(
+            __version__, json_path, record.get("schema")), "", table, "",
+            "![{}]({}/{}.png)".format(figure.get_label(), PLOT_DIR, plot_stem), "",
+            "_{}; log-log axes: a linear-time operator follows the slope-1 guide, softmax attention the slope-2 "
+            "one._".format(OPS_ERROR_BARS if any(p[2] is not None for points in ops_series(record).values()
+                                                 for p in points) else "points: median of the timed calls (no "
+                           "quartiles recorded, so no error bars)"), ""]
+        md_path = os.path.join(out_dir, stem + ".report.md")
+        with atomic_write(md_path, "w") as handle:
+            handle.write("\n".join(markdown))
+    return [md_path] + written
 
 
 def _escape(text):

@@ -26,6 +26,7 @@ class Cell(object):
         self.power_w = sum(power) / len(power) if power else None
         energy = [r.get("energy_per_item_j") for r in rows if r.get("energy_per_item_j") is not None]
         self.energy_j = sum(energy) / len(energy) if energy else None
+        self.energy_std = _std(energy)
         efficiency = [r.get("items_per_s_per_w") for r in rows if r.get("items_per_s_per_w") is not None]
         self.fps_per_w = sum(efficiency) / len(efficiency) if efficiency else None
         self.throttled = any(r.get("throttled") for r in rows)

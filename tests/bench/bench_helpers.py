@@ -1,6 +1,5 @@
-"""Helpers for the build/bench/doctor tests: tiny ONNX models written with edgeattn.onnx_wire (no onnx needed on
-the device path), fake trtexec installs, fake plugin libraries, a stand-in for edgeattn.plugins, and the verbatim
-trtexec captures."""
+"""Helpers for the build/bench/doctor tests: tiny ONNX models written with onnx.helper, fake trtexec installs, fake
+plugin libraries, a stand-in for edgeattn.plugins, and the verbatim trtexec captures."""
 import os
 import stat
 import sys
@@ -9,14 +8,15 @@ import types
 import numpy as np
 import pytest
 
-from edgeattn import onnx_wire
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 FAKE_TRTEXEC = os.path.join(REPO, "tests", "fakes", "trtexec", "trtexec")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "trtexec")
 PLUGIN_MAGIC = "FAKE-PLUGIN-LIBRARY"
 EDGEATTN_CREATOR = ("EdgeAttnLiteMLA", "1", "edgeattn")
+#: IR version of the test models: 8 is the oldest that carries model-local functions, and every ONNX Runtime and
+#: TensorRT parser the tests stand in for reads it (onnx.helper would write its own newest IR by default)
+IR_VERSION = 8
 
 
 def read_fixture(name):
@@ -26,11 +26,24 @@ def read_fixture(name):
     return text.split("# ---\n", 1)[1]
 
 
+def _model_bytes(nodes, inputs, outputs, initializers, opsets, functions=()):
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "graph", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)
+                                                    for domain, version in sorted(opsets.items())],
+                              functions=list(functions), ir_version=IR_VERSION, producer_name="edgeattn-tests")
+    return model.SerializeToString()
+
+
 def matmul_model(batch="batch", features=64, with_custom=False, with_function=False, namespace=True, seed=0):
-    """x (batch, F) -> MatMul -> Relu [-> custom EdgeAttnLiteMLA node (with or without a local function)]."""
+    """x (batch, F) -> MatMul -> Relu [-> custom EdgeAttnLiteMLA node (with or without a local function)];
+    serialized ModelProto bytes."""
+    from onnx import TensorProto, helper, numpy_helper
+
     rng = np.random.default_rng(seed)
-    nodes = [onnx_wire.make_node("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
-             onnx_wire.make_node("Relu", ["h"], ["r"], name="/act/Relu")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
+             helper.make_node("Relu", ["h"], ["r"], name="/act/Relu")]
     opsets = {"": 17}
     functions = []
     output = "r"
@@ -38,25 +51,26 @@ def matmul_model(batch="batch", features=64, with_custom=False, with_function=Fa
         attributes = {"plugin_version": "1", "head_dim": 8}
         if namespace:
             attributes["plugin_namespace"] = "edgeattn"
-        nodes.append(onnx_wire.make_node("EdgeAttnLiteMLA", ["r"], ["y"], name="/attn/EdgeAttnLiteMLA",
-                                         domain="trt.plugins", **attributes))
+        nodes.append(helper.make_node("EdgeAttnLiteMLA", ["r"], ["y"], name="/attn/EdgeAttnLiteMLA",
+                                      domain="trt.plugins", **attributes))
         opsets["trt.plugins"] = 1
         output = "y"
         if with_function:
-            functions.append(onnx_wire.make_function(
-                "EdgeAttnLiteMLA", "trt.plugins", ["a"], ["b"], [onnx_wire.make_node("Relu", ["a"], ["b"])],
-                {"": 17}))
-    return onnx_wire.make_model(
-        nodes, [onnx_wire.make_value_info("x", "float32", [batch, features])],
-        [onnx_wire.make_value_info(output, "float32", [batch, features])],
-        [onnx_wire.make_tensor("W", rng.standard_normal((features, features)).astype(np.float32))],
-        opset_imports=opsets, functions=functions)
+            functions.append(helper.make_function("trt.plugins", "EdgeAttnLiteMLA", ["a"], ["b"],
+                                                  [helper.make_node("Relu", ["a"], ["b"])],
+                                                  [helper.make_opsetid("", 17)]))
+    weight = numpy_helper.from_array(rng.standard_normal((features, features)).astype(np.float32), "W")
+    return _model_bytes(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, features])],
+                        [helper.make_tensor_value_info(output, TensorProto.FLOAT, [batch, features])], [weight],
+                        opsets, functions)
 
 
 def layernorm_model(features=16):
     """MatMul -> decomposed LayerNorm (opset < 17 export style) -> Softmax: FP32 islands for the policy."""
+    from onnx import TensorProto, helper, numpy_helper
+
     rng = np.random.default_rng(1)
-    make = onnx_wire.make_node
+    make = helper.make_node
     nodes = [
         make("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
         make("ReduceMean", ["h"], ["m"], name="/norm/ReduceMean", axes=[-1]),
@@ -70,14 +84,23 @@ def layernorm_model(features=16):
         make("Softmax", ["g"], ["y"], name="/attn/Softmax", axis=-1),
     ]
     initializers = [
-        onnx_wire.make_tensor("W", rng.standard_normal((features, features)).astype(np.float32)),
-        onnx_wire.make_tensor("two", np.array(2.0, dtype=np.float32)),
-        onnx_wire.make_tensor("eps", np.array(1e-5, dtype=np.float32)),
-        onnx_wire.make_tensor("gamma", rng.standard_normal(features).astype(np.float32)),
+        numpy_helper.from_array(rng.standard_normal((features, features)).astype(np.float32), "W"),
+        numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two"),
+        numpy_helper.from_array(np.array(1e-5, dtype=np.float32), "eps"),
+        numpy_helper.from_array(rng.standard_normal(features).astype(np.float32), "gamma"),
     ]
-    return onnx_wire.make_model(nodes, [onnx_wire.make_value_info("x", "float32", [2, 8, features])],
-                                [onnx_wire.make_value_info("y", "float32", [2, 8, features])], initializers,
-                                opset_imports={"": 13})
+    return _model_bytes(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, features])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, features])], initializers,
+                        {"": 13})
+
+
+def model_nodes(data):
+    """The node dicts ``edgeattn build`` works on, for serialized model bytes."""
+    import onnx
+
+    from edgeattn.onnx_graph import graph_nodes
+
+    return graph_nodes(onnx.load_from_string(data))
 
 
 def install_trtexec(root, version, device=None, compute_ms=None):

@@ -4,8 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from bench_helpers import layernorm_model, needs_onnx, needs_ort
-from edgeattn import onnx_wire
+from bench_helpers import layernorm_model, model_nodes, needs_onnx, needs_ort
 from edgeattn.engine.manifest import MANIFEST_SCHEMA, check_batch, compatibility_problem, manifest_path, preflight, \
     read_manifest
 from edgeattn.engine.precision import PrecisionPolicy, find_fp32_islands, make_strongly_typed_fp16
@@ -92,12 +91,12 @@ def test_resolve_profile(capsys):
 
 
 def test_islands_found_in_a_decomposed_layernorm_and_softmax():
-    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(layernorm_model()))
+    islands = PrecisionPolicy("fp16").fp32_islands(model_nodes(layernorm_model()))
     assert islands == {"/norm/ReduceMean": "layernorm", "/norm/Sub": "layernorm", "/norm/Pow": "layernorm",
                        "/norm/ReduceMean_1": "layernorm", "/norm/Add": "layernorm", "/norm/Sqrt": "layernorm",
                        "/norm/Div": "layernorm", "/attn/Softmax": "softmax"}
     assert "/fc/MatMul" not in islands and "/norm/Mul" not in islands  # the affine part runs in FP16
-    assert PrecisionPolicy("fp32").fp32_islands(onnx_wire.read_nodes(layernorm_model())) == {}
+    assert PrecisionPolicy("fp32").fp32_islands(model_nodes(layernorm_model())) == {}
 
 
 def test_normaliser_division_is_an_island():
@@ -109,6 +108,43 @@ def test_normaliser_division_is_an_island():
              node("Div", ["num", "den"], ["out"], "out"), node("Div", ["num", "two"], ["half"], "half")]
     islands = find_fp32_islands(nodes)
     assert islands == {"ksum": "reduction", "den": "normaliser", "out": "normaliser"}
+
+
+@needs_onnx
+@pytest.mark.parametrize("kernel", ["relu", "quadratic_taylor"])
+def test_decomposed_lite_mla_normaliser_is_an_island(kernel):
+    """`build --plugins off|auto` in FP16 runs LiteMLA as its standard-op form: its token-axis sums (the two
+    MatMuls of the padded-V trick), the denominator slice, the eps Add and the division must stay FP32, as the
+    EfficientViT code runs them; the projections around it are free to run in FP16."""
+    from onnx import TensorProto, helper
+
+    from edgeattn.engine import plugin_selection
+    from edgeattn.export import functions
+    from edgeattn.onnx_graph import graph_nodes
+    from edgeattn.schemas import get_schema
+
+    attributes = get_schema("EdgeAttnLiteMLA").resolve_attributes(
+        {"head_dim": 4, "kernel": kernel, "qt_alpha": [0.5], "qt_beta": [0.75], "qt_gamma": [0.25]})
+    attributes.update(plugin_version="1", plugin_namespace="edgeattn")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["qkv_flat"], name="/proj/MatMul"),
+             helper.make_node("Reshape", ["qkv_flat", "shape"], ["qkv"], name="/proj/Reshape"),
+             helper.make_node("EdgeAttnLiteMLA", ["qkv"], ["y"], name="/attn/EdgeAttnLiteMLA", domain="trt.plugins",
+                              **attributes)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 25, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 5, 5])],
+        [helper.make_tensor("W", TensorProto.FLOAT, [12, 12], [0.1] * 144),
+         helper.make_tensor("shape", TensorProto.INT64, [4], [1, 12, 5, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt.plugins", 1)],
+                              ir_version=8)
+    functions.attach_functions(model)
+    decomposed, _sources = plugin_selection.decompose(model, ["EdgeAttnLiteMLA"])
+    nodes = graph_nodes(decomposed)
+    islands = PrecisionPolicy("fp16").fp32_islands(nodes)
+    by_name = {node["name"]: node for node in nodes}
+    pinned_ops = sorted(by_name[name]["op_type"] for name, reason in islands.items() if reason == "normaliser")
+    assert pinned_ops.count("MatMul") == 2 and "Div" in pinned_ops and "Add" in pinned_ops and "Slice" in pinned_ops
+    assert "/proj/MatMul" not in islands
 
 
 def test_layer_pinning_and_typing_mode():
@@ -129,10 +165,11 @@ def test_layer_pinning_and_typing_mode():
 def test_strongly_typed_rewrite_needs_onnx(monkeypatch):
     import sys
 
+    data = layernorm_model()
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(MissingDependencyError, match="onnx is not installed; it is needed for FP16 engines with "
                                                      "TensorRT >= 11.*pip install onnx"):
-        make_strongly_typed_fp16(layernorm_model(), {})
+        make_strongly_typed_fp16(data, {})
 
 
 @needs_onnx
@@ -140,7 +177,7 @@ def test_strongly_typed_rewrite_types_check():
     import onnx
 
     data = layernorm_model()
-    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(data))
+    islands = PrecisionPolicy("fp16").fp32_islands(model_nodes(data))
     model = onnx.load_from_string(make_strongly_typed_fp16(data, islands))
     onnx.checker.check_model(model, full_check=True)  # type-consistent everywhere
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
@@ -164,7 +201,7 @@ def test_strongly_typed_rewrite_stays_accurate_where_fp16_variance_overflows():
     import onnxruntime as ort
 
     data = layernorm_model()
-    islands = PrecisionPolicy("fp16").fp32_islands(onnx_wire.read_nodes(data))
+    islands = PrecisionPolicy("fp16").fp32_islands(model_nodes(data))
     fp16 = make_strongly_typed_fp16(data, islands)
     x = (np.random.default_rng(0).standard_normal((2, 8, 16)) * 300).astype(np.float32)  # (h - mean)^2 > 65504
     options = ort.SessionOptions()

@@ -8,7 +8,7 @@ import os
 import onnx
 import pytest
 
-from edgeattn.onnx_wire import read_model_info
+from edgeattn.onnx_graph import load_model, model_info
 
 ARCH = "vit_tiny_elfatt"  # small, and carries both blockify and EFFATT custom ops
 
@@ -76,7 +76,7 @@ def test_export_tensorrt_target_opset13(invoke, tmp_path):
     out = tmp_path / "vit.trt.onnx"
     result = invoke(["export", "--arch", ARCH, "--target", "tensorrt", "--opset", "13", "-o", out], expect=0)
     assert "target    tensorrt" in result.stdout and "parity" in result.stdout
-    info = read_model_info(out.read_bytes())
+    info = model_info(load_model(str(out)))
     assert info["has_functions"] is False
     assert info["opset_imports"] == {"": 13, "trt.plugins": 1}
     assert info["ir_version"] == 7
@@ -189,20 +189,29 @@ def test_bad_inspect_input(invoke, checkpoints, tmp_path, case):
     _one_error_line(result)
 
 
-def test_inspect_needs_no_onnx_package(invoke, tmp_path):
-    """`edgeattn inspect` reads the file with edgeattn.onnx_wire only, so it also works on a board without onnx."""
+def test_inspect_needs_neither_torch_nor_onnxruntime_and_names_a_missing_onnx(invoke, tmp_path):
+    """`edgeattn inspect` reads the file with the onnx package alone (as on a board); without onnx it says so."""
     import subprocess
     import sys
 
     out = tmp_path / "vit.onnx"
     invoke(["export", "--arch", ARCH, "--no-check", "-o", out], expect=0)
     code = ("import sys\n"
-            "for name in ('onnx', 'torch', 'onnxruntime', 'onnx_graphsurgeon'):\n"
+            "for name in sys.argv[2].split(','):\n"
             "    sys.modules[name] = None  # any import of them raises ImportError\n"
             "from edgeattn.cli import main\n"
             "main(['inspect', sys.argv[1]])\n")
-    result = subprocess.run([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, timeout=120)
+
+    def inspect_without(blocked):
+        return subprocess.run([sys.executable, "-c", code, str(out), blocked], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+
+    result = inspect_without("torch,onnxruntime,onnx_graphsurgeon")
     assert result.returncode == 0, result.stderr
     assert "variant   ort:" in result.stdout
     assert "every custom node conforms to export/schemas" in result.stdout
+    result = inspect_without("onnx")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "edgeattn: error: onnx is not installed; it is needed for `edgeattn inspect`. Install it with `pip install "
+        "onnx` (a dependency of edgeattn; deploy/jetson/setup.sh installs it)."]

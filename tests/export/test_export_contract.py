@@ -4,7 +4,6 @@ import copy
 import pytest
 from onnx import AttributeProto, helper
 
-from edgeattn import onnx_wire
 from edgeattn.errors import EdgeAttnError
 from edgeattn.export import contract
 from edgeattn.schemas import ATTRIBUTE_TYPES, all_schemas, get_schema
@@ -108,12 +107,18 @@ def test_emitter_rejects_bad_attributes():
 
 
 @pytest.mark.parametrize("op_type", OP_TYPES)
-def test_wire_reader_and_onnx_agree(op_type):
-    """The pure-Python check used by `edgeattn inspect` gives the same verdicts as the onnx-based one."""
+def test_inspect_reports_the_validators_verdicts(op_type, tmp_path):
+    """`edgeattn inspect` (describe_onnx, reading the file) gives each node the same verdict as the validator."""
+    import onnx
+
+    from edgeattn.export.inspection import describe_onnx
+
     good = _node(op_type)
     bad = _set_attr(copy.deepcopy(good), "plugin_namespace", "other")
+    bad.name = "bad"
     graph = helper.make_graph([good, bad], "g", [], [])
-    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-    wire_good, wire_bad = onnx_wire.read_nodes(data, custom_only=True)
-    assert contract.wire_node_problems(wire_good) == contract.node_problems(good) == []
-    assert contract.wire_node_problems(wire_bad) == contract.node_problems(bad) != []
+    path = str(tmp_path / "m.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    described = describe_onnx(path)["custom_nodes"]
+    assert [node["problems"] for node in described] == [contract.node_problems(good), contract.node_problems(bad)]
+    assert described[0]["problems"] == [] and described[1]["problems"] != []

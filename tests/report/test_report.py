@@ -92,26 +92,6 @@ def _fig4_rows():
     return rows
 
 
-def _png_info(path):
-    import struct
-    import zlib
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    offset, chunks = 8, []
-    while offset < len(data):
-        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
-        body = data[offset + 8:offset + 8 + length]
-        crc, = struct.unpack(">I", data[offset + 8 + length:offset + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
-        chunks.append((kind, body))
-        offset += 12 + length
-    width, height = struct.unpack(">II", chunks[0][1][:8])
-    raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
-    assert [kind for kind, _ in chunks][0] == b"IHDR" and chunks[-1][0] == b"IEND"
-    assert len(raw) == height * (1 + 3 * width)
-    return width, height, raw
-
-
 def test_report_files(tmp_path, invoke):
     out = str(tmp_path / "sweep")
     _write_results(out, _fig4_rows(), skipped=[{"mode_id": 9, "mode_name": "X", "reason": "needs a reboot"}])
@@ -132,13 +112,21 @@ def test_report_files(tmp_path, invoke):
     assert "| GLOBAL | 108.0 ± 1.4 †" not in report and "108.0 ± 1.4 †" in report
     assert "Items per second per watt" in report and "## Skipped modes" in report
     html = open(os.path.join(out, "report.html")).read()
-    assert html.count("<svg") == 3 and "<table>" in html
-    for name in ("fps_vs_mode_fp32", "speedup_vs_mode_fp32", "fps_per_watt_fp32"):
-        width, height, raw = _png_info(os.path.join(out, "plots", name + ".png"))
-        assert (width, height) == (960, 560)
-        assert len(set(raw)) > 10  # more than a blank canvas
+    assert "<table>" in html
+    for name in ("throughput_energy_fp32", "speedup_vs_mode_fp32"):
+        # report.md embeds the PNG, report.html the SVG, and both files exist
+        assert "]({}/{}.png)".format("plots", name) in report
+        assert '<img src="plots/{}.svg"'.format(name) in html
+        assert os.path.join(out, "plots", name + ".png") in written
+        with open(os.path.join(out, "plots", name + ".png"), "rb") as handle:
+            assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
         svg = ET.parse(os.path.join(out, "plots", name + ".svg")).getroot()
-        assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == len(FIG4_FP32)
+        ids = {element.get("id") for element in svg.iter() if element.get("id")}
+        panels = ("throughput", "energy") if name.startswith("throughput") else ("speedup",)
+        for panel in panels:
+            assert {i for i in ids if i.startswith(panel + ":") and not i.endswith(":errorbars")
+                    and i != "speedup:reference"} == {"{}:{}".format(panel, m) for m in FIG4_FP32}
+    assert "error bars: ± one sample standard deviation over the repeats" in report
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
 
 
