@@ -17,9 +17,10 @@
 
 Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = batch x iterations / timed wall time.
 """
+import hashlib
 import os
 
-from .. import onnx_wire
+from .. import onnx_graph
 from .._io import sha256_file
 from ..engine import manifest as manifest_module
 from ..engine.console import warn
@@ -48,11 +49,46 @@ def _model_kind(path):
         raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
     if not data:
         raise EdgeAttnError("{} is empty".format(path))
-    if onnx_wire.is_onnx_model(data):
+    if onnx_graph.is_onnx_model(data):
         return "onnx", data
     if path.lower().endswith(".onnx"):
-        onnx_wire.load_model_bytes(path)  # raises the precise "not a valid ONNX model" message
+        onnx_graph.load_model(path)  # raises "not a valid ONNX model" (or "onnx is not installed")
     return "engine", data
+
+
+def engine_manifest_problem(engine_path, manifest, data=None):
+    """Why an engine does not match its manifest (damaged, truncated or replaced since it was built); None if it
+    does or when there is nothing to compare."""
+    want = ((manifest or {}).get("engine") or {}).get("sha256")
+    if not want:
+        return None
+    have = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(engine_path)
+    if have == want:
+        return None
+    return "{} does not match its manifest {} (sha256 {}..., built as {}...): it was damaged or replaced".format(
+        engine_path, manifest_module.manifest_path(engine_path), have[:12], want[:12])
+
+
+def host_code_refusal(engine_path, manifest):
+    """The one-line refusal for an engine whose manifest says it embeds host code (version-compatible)."""
+    return ("{} is a version-compatible engine: loading it runs host code (a plugin library) embedded in the "
+            "engine file; pass --allow-engine-host-code only for an engine you built or trust".format(engine_path))
+
+
+def check_model_file(path, allow_engine_host_code=False):
+    """Open and check a model before any output is written: ``"onnx"`` or ``"engine"``. An ONNX file must parse;
+    an engine must be non-empty and, when it has a manifest, match it (and embed no host code unless allowed).
+    Raises :class:`EdgeAttnError`."""
+    path = os.fspath(path)
+    kind, data = _model_kind(path)
+    if kind == "engine":
+        manifest = manifest_module.read_manifest(path)
+        problem = engine_manifest_problem(path, manifest, data)
+        if problem:
+            raise EdgeAttnError(problem)
+        if ((manifest or {}).get("tensorrt") or {}).get("version_compatible") and not allow_engine_host_code:
+            raise EdgeAttnError(host_code_refusal(path, manifest))
+    return kind
 
 
 def _tensorrt_importable():
@@ -89,14 +125,15 @@ def _choose_backend(backend, kind, trtexec):
 
 def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=None, iterations=None,
                   threads=None, cuda_graph=True, plugins=None, progress=None, provider=None, trtexec=None,
-                  timeout=None):
+                  timeout=None, allow_engine_host_code=False):
     """Benchmark an ONNX file (ONNX Runtime, or trtexec) or a TensorRT engine (TensorRT Python or trtexec).
 
     ``duration_s`` and ``iterations`` are exclusive (neither: 3 s); ``threads`` sets ONNX Runtime's intra-op
     threads; ``provider`` picks ONNX Runtime's provider (auto, cpu, cuda, tensorrt); ``plugins`` is the plugin
     library for engines with custom ops (default: the manifest's, then ``edgeattn.plugins``' search);
     ``trtexec`` the trtexec executable. ``progress(fraction, message)`` is called while running.
-    Bad input raises :class:`EdgeAttnError`.
+    ``allow_engine_host_code``: let TensorRT run host code embedded in a version-compatible engine (the embedded
+    plugin library); never switched on by the engine's manifest. Bad input raises :class:`EdgeAttnError`.
     """
     if int(batch) != batch or batch < 1:
         raise EdgeAttnError("batch must be a positive integer, got {!r}".format(batch))
@@ -122,6 +159,11 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         if manifest is None:
             warn("{} has no manifest ({}); its TensorRT version and device cannot be checked before loading".format(
                 model_path, os.path.basename(manifest_module.manifest_path(model_path))))
+        elif engine_manifest_problem(model_path, manifest, data):
+            raise EdgeAttnError(engine_manifest_problem(model_path, manifest, data) + "; rebuild it with `{}`".format(
+                manifest.get("rebuild_command") or "edgeattn build"))
+        elif (manifest.get("tensorrt") or {}).get("version_compatible") and not allow_engine_host_code:
+            raise EdgeAttnError(host_code_refusal(model_path, manifest))
 
     if backend == "onnxruntime":
         from . import onnxruntime_backend
@@ -142,7 +184,8 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         library = plugin_library.resolve(plugins, manifest_plugins=(manifest or {}).get("plugins"),
                                          custom_ops=(manifest or {}).get("custom_ops") or (), load=False)
         part = tensorrt_backend.run(model_path, data, manifest, batch, library["path"] if library else None,
-                                    warmup_s, duration_s, iterations, cuda_graph, progress)
+                                    warmup_s, duration_s, iterations, cuda_graph, progress,
+                                    allow_engine_host_code=allow_engine_host_code)
     else:
         from . import trtexec_backend
 

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import time
 
-from .. import onnx_wire
+from .. import onnx_graph
 from ..doctor import cuda_device, find_trtexec
 from ..engine import manifest as manifest_module
 from ..engine import plugin_library
@@ -38,14 +38,14 @@ def locate(explicit=None):
 
 
 def _onnx_shapes(model_path, batch):
-    data = onnx_wire.load_model_bytes(model_path)
+    model = onnx_graph.load_model(model_path, "benchmarking an ONNX file with trtexec")
     shapes = []
     dynamic = False
-    for entry in onnx_wire.read_graph_io(data)["inputs"]:
+    for entry in onnx_graph.graph_io(model)["inputs"]:
         dims = resolve_shape(entry["name"], entry["shape"], batch)
         dynamic = dynamic or any(not isinstance(d, int) for d in entry["shape"] or [])
         shapes.append((entry["name"], dims))
-    return (shapes if dynamic else None), onnx_wire.read_custom_ops(data)
+    return (shapes if dynamic else None), onnx_graph.custom_ops(model)
 
 
 def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterations, cuda_graph, trtexec,

@@ -53,9 +53,12 @@ def _format_summary(result, json_path):
               help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the full result (every iteration, run context) as JSON to OUT ('-' for stdout).")
-@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--allow-engine-host-code", is_flag=True,
+              help="Let TensorRT run host code embedded in a version-compatible engine (its plugin library). Only "
+                   "for engines you built or trust: the engine's manifest never switches this on.")
+@click.option("--quiet", is_flag=True, help="No progress on stderr, even on a terminal (in pipes there is none).")
 def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, threads, provider, plugins,
-          trtexec_path, json_path, quiet):
+          trtexec_path, json_path, allow_engine_host_code, quiet):
     """Benchmark MODEL (a TensorRT engine or an ONNX file) and report its latency distribution.
 
     Every iteration is recorded: ONNX Runtime with perf_counter around session.run, TensorRT with CUDA events
@@ -65,7 +68,7 @@ def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, t
     manifest (the engine file name plus .json) before loading.
     """
     from ..bench import run_benchmark
-    from ..engine.console import ProgressPrinter
+    from ..progress import Progress
 
     if duration_s is not None and iterations is not None:
         raise EdgeAttnError("give --duration-s or --iterations, not both")
@@ -73,10 +76,15 @@ def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, t
         raise EdgeAttnError("--duration-s must be > 0, got {:g}".format(duration_s))
     if warmup_s < 0:
         raise EdgeAttnError("--warmup-s must be >= 0, got {:g}".format(warmup_s))
-    progress = None if quiet else ProgressPrinter("edgeattn bench")
-    result = run_benchmark(model, backend=backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
-                           iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugins,
-                           progress=progress, provider=provider, trtexec=trtexec_path)
+    if json_path and json_path != "-":
+        from .._io import check_output_path
+
+        check_output_path(json_path)  # before minutes of benchmarking, not after
+    with Progress("edgeattn bench", show=not quiet) as progress:  # a live bar on a terminal, nothing in pipes
+        result = run_benchmark(model, backend=backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
+                               iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugins,
+                               progress=progress.fraction, provider=provider,
+                               trtexec=trtexec_path, allow_engine_host_code=allow_engine_host_code)
     if json_path == "-":
         click.echo(json.dumps(result, indent=2))
         return

@@ -1,4 +1,6 @@
 """``edgeattn build``: a TensorRT engine and its manifest from an ONNX file."""
+import contextlib
+
 import click
 
 
@@ -22,12 +24,26 @@ def _format_summary(engine_path, manifest):
         "  ONNX       {} ({})".format(manifest["source_onnx"]["path"], manifest["source_onnx"]["variant"]),
     ]
     if manifest.get("plugins"):
-        lines.append("  plugins    {}".format(manifest["plugins"]["path"]))
+        lines.append("  plugins    {} (sha256 {}...)".format(manifest["plugins"]["name"],
+                                                         manifest["plugins"]["sha256"][:12]))
+    lines.extend(_plugin_lines(manifest.get("plugin_selection")))
     for name, entry in manifest["profiles"][0]["inputs"].items():
         lines.append("  profile    {}: {} / {} / {}".format(name, *("x".join(str(d) for d in entry[k])
                                                              for k in ("min", "opt", "max"))))
     lines.append("  manifest   {}".format(manifest_path(engine_path)))
     return "\n".join(lines)
+
+
+def _plugin_lines(selection):
+    if not selection or not selection.get("custom_ops"):
+        return []
+    lines = ["  plugin ops {} ({}: {})".format(", ".join(selection["plugin_ops"]) or "none", selection["mode"],
+                                               selection["reason"])]
+    if selection["standard_ops"]:
+        lines.append("  std ops    {}".format(", ".join(selection["standard_ops"])))
+    for candidate in selection.get("candidates") or ():
+        lines.append("  candidate  {:<9} {}: {}".format(candidate["status"], candidate["name"], candidate["reason"]))
+    return lines
 
 
 @click.command(name="build")
@@ -37,8 +53,19 @@ def _format_summary(engine_path, manifest):
 @click.option("--precision", type=click.Choice(("fp32", "fp16")), default="fp32", show_default=True,
               help="fp16 keeps LayerNorm, softmax and normaliser reductions in FP32 (one policy for every "
                    "TensorRT version).")
-@click.option("--plugins", metavar="LIB", default=None,
+@click.option("--plugins", "plugins_option", metavar="on|off|auto", default=None,
+              help="Which custom ops run as plugins. on: all (needs the plugin library); off: none, each is "
+                   "replaced by its standard-op decomposition (no plugin library needed); auto: build with and "
+                   "without each custom-op family, time every candidate like `edgeattn bench` and keep the "
+                   "fastest (up to 4 builds for the registered models). Default: auto where this machine can time "
+                   "engines (trtexec, or TensorRT with a CUDA runtime), else on. Any other value is taken as "
+                   "--plugin-lib (the spelling of `edgeattn bench --plugins LIB`).")
+@click.option("--plugin-lib", metavar="LIB", default=None,
               help="edgeattn plugin library (default: $EDGEATTN_PLUGIN_LIB, then the package and build folders).")
+@click.option("--select-warmup-s", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="S",
+              help="--plugins auto: warm-up seconds before timing each candidate.")
+@click.option("--select-duration-s", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True,
+              metavar="S", help="--plugins auto: timed seconds per candidate.")
 @click.option("--shapes", multiple=True, metavar="NAME:MIN,OPT,MAX",
               help="Optimization profile for one input, e.g. input:1x3x224x224,4x3x224x224,8x3x224x224 "
                    "(repeatable).")
@@ -54,24 +81,57 @@ def _format_summary(engine_path, manifest):
               help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
 @click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=None, metavar="S",
               help="Give up a trtexec build after S seconds (default 7200).")
-def build(model, output, precision, plugins, shapes, backend, workspace_mb, timing_cache, version_compatible,
-          trtexec_path, timeout_s):
+@click.option("--check", is_flag=True,
+              help="Then compare the engine with MODEL.onnx on ONNX Runtime CPU (`edgeattn compare`, 8 seeded "
+                   "inputs, atol = rtol = 0.01 for fp32, 0.05 for fp16) and record the result in the manifest; "
+                   "exit 1 when they disagree (engine and manifest are kept).")
+def build(model, output, precision, plugins_option, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
+          workspace_mb, timing_cache, version_compatible, trtexec_path, timeout_s, check):
     """Build a TensorRT engine from MODEL.onnx and write a manifest (ENGINE.json) beside it.
 
     Loads our plugin library and NVIDIA's before parsing, hands TensorRT the ONNX variant its version needs
     (local functions removed for TensorRT < 10.7, FP16 with casts for strongly typed TensorRT >= 11), and records
     the TensorRT version, device, plugin library (sha256, creators), precision policy and profiles in the manifest
     so `edgeattn bench` can check an engine before loading it. The engine is written atomically.
+
+    With --plugins auto every candidate (which custom ops run as plugins, and its latency statistics) and why
+    it was chosen or rejected are recorded under "plugin_selection" in the manifest.
     """
     from ..engine import build_engine, default_engine_path
+    from ..engine.plugin_selection import parse_plugins_option
+    from ..errors import EdgeAttnError
+
+    plugin_mode, plugins = parse_plugins_option(plugins_option)
+    if plugins and plugin_lib and plugins != plugin_lib:
+        raise EdgeAttnError("two plugin libraries given: --plugins {} and --plugin-lib {}".format(plugins,
+                                                                                               plugin_lib))
+    plugins = plugins or plugin_lib
 
     engine_path = output or default_engine_path(model, precision)
+    from .._io import check_output_path
 
-    def progress(message):
-        click.echo("edgeattn build: {}".format(message), err=True)
+    for destination in (engine_path, engine_path + ".json"):  # before the build, not after it
+        check_output_path(destination)
 
-    manifest = build_engine(model, engine_path, precision=precision, plugins=plugins, shapes=shapes,
-                            backend=backend, workspace_mb=workspace_mb, timing_cache=timing_cache,
-                            version_compatible=version_compatible, trtexec=trtexec_path, timeout=timeout_s,
-                            progress=progress)
+    from ..progress import Progress
+
+    from .._io import outputs_now
+
+    # With --check the engine is published before it is run, and kept when the check then fails.
+    outputs = outputs_now() if check else contextlib.nullcontext()
+    with outputs, Progress("edgeattn build") as progress:  # Python 3.8: no parenthesised context managers
+        manifest = build_engine(model, engine_path, precision=precision, plugins=plugins, shapes=shapes,
+                                backend=backend, workspace_mb=workspace_mb, timing_cache=timing_cache,
+                                version_compatible=version_compatible, trtexec=trtexec_path, timeout=timeout_s,
+                                progress=progress.step, plugin_mode=plugin_mode,
+                                selection_warmup_s=select_warmup_s, selection_duration_s=select_duration_s)
     click.echo(_format_summary(engine_path, manifest))
+    if check:
+        from ..compare import check_engine, format_check
+
+        report = check_engine(engine_path, model, precision=precision, backend=backend, plugins=plugins,
+                              trtexec=trtexec_path, progress=lambda message: click.echo(
+                                  "edgeattn build: check: {}".format(message), err=True))
+        click.echo("\n".join(format_check(report)))
+        if not report["passed"]:
+            raise SystemExit(1)

@@ -7,7 +7,7 @@ from ..errors import EdgeAttnError
 
 
 @click.command(name="sweep")
-@click.argument("models", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("models", nargs=-1)
 @click.option("--profile", "profile", default="auto", show_default=True,
               help="Board profile name (see `edgeattn profiles`), or auto: the detected Jetson, else host-cpu.")
 @click.option("--modes", default="all", show_default=True,
@@ -38,14 +38,30 @@ from ..errors import EdgeAttnError
                    "this tool, not a board fact).")
 @click.option("--allow-reboot", is_flag=True,
               help="Include modes that need a reboot: save a resume file, reboot, then continue with --resume.")
+@click.option("--allow-engine-host-code", is_flag=True,
+              help="Also benchmark version-compatible engines, which run host code embedded in them (as "
+                   "`edgeattn bench --allow-engine-host-code`; give it again with --resume).")
+@click.option("--plugins", "plugin_mode", type=click.Choice(["on", "off", "auto"]), default=None,
+              help="For ONNX models built into engines here: run custom ops as plugins (on), as TensorRT's own "
+                   "fusion of their standard-op form (off), or time both per op family and keep the faster (auto). "
+                   "Default: auto where candidate engines can be timed on this machine, else on (as `edgeattn "
+                   "build`).")
 @click.option("--resume", is_flag=True, help="Continue the sweep in -o DIR (after a reboot, failure or Ctrl-C).")
 @click.option("--overwrite", is_flag=True,
               help="Replace a finished sweep in -o DIR (refused for one whose board state was never restored).")
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
+@click.option("-o", "--output", "out_dir", default=None,
               help="Output directory (default runs/sweep-YYYYmmdd-HHMMSS; required with --resume).")
+@click.option("--preset", default=None, metavar="NAME",
+              help="A paper table instead of MODELS: elfatt-table8 (AGX Orin, batch 128) or elfatt-table9 (Nano, "
+                   "batch 1), the 7 models, batch, precisions and power mode the paper used (options given "
+                   "explicitly win); missing ONNX files are exported into --models-dir first (needs torch). "
+                   "`edgeattn report` then prints the paper's numbers beside ours.")
+@click.option("--models-dir", default="runs/models", show_default=True, metavar="DIR",
+              help="Where --preset keeps its ONNX files (DIR/batch<N>/<model>.onnx).")
 @click.pass_context
 def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, repeats, duration_s, warmup_s, batch,
-          power_source, interval_ms, temp_limit_c, allow_reboot, resume, overwrite, out_dir):
+          power_source, interval_ms, temp_limit_c, allow_reboot, allow_engine_host_code, plugin_mode, resume,
+          overwrite, out_dir, preset, models_dir):
     """Benchmark MODELS (ONNX files or TensorRT engines) in every power mode of the board.
 
     For each mode: switch with nvpmodel (skipping modes that need a reboot unless --allow-reboot), optionally lock
@@ -59,16 +75,27 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
         raise EdgeAttnError("--resume and --overwrite exclude each other")
     if resume and not out_dir:
         raise EdgeAttnError("--resume needs -o DIR (the directory of the sweep to continue)")
+    out_dir = out_dir or "runs/sweep-{}".format(time.strftime("%Y%m%d-%H%M%S"))
+    if preset or overwrite:
+        from ..sweep import presets
+
+        models, batch, precisions, modes = presets.prepare_sweep(
+            preset, models, out_dir, profile, models_dir, batch, precisions, modes,
+            presets.given_options(ctx, ("batch", "precisions", "modes")), resume=resume, overwrite=overwrite,
+            echo=lambda line: click.echo(line, err=True))
     if not models and not resume:
         raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
-    out_dir = out_dir or "runs/sweep-{}".format(time.strftime("%Y%m%d-%H%M%S"))
+    from ..progress import Progress
+
     try:
-        outcome = run_sweep(
-            list(models), profile=profile, modes=modes, precisions=precisions, backend=backend, clocks=clocks,
-            settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume, out_dir=out_dir,
-            duration_s=duration_s, warmup_s=warmup_s, batch=batch, power_source=power_source,
-            interval_ms=interval_ms, temp_limit_c=temp_limit_c, overwrite=overwrite,
-            echo=lambda line: click.echo(line, err=True))
+        # per-measurement counters and ETA as a live bar on a terminal (nothing in pipes); events stay as lines
+        with Progress("edgeattn sweep") as progress:
+            outcome = run_sweep(
+                list(models), profile=profile, modes=modes, precisions=precisions, backend=backend, clocks=clocks,
+                settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume, out_dir=out_dir,
+                duration_s=duration_s, warmup_s=warmup_s, batch=batch, power_source=power_source,
+                interval_ms=interval_ms, temp_limit_c=temp_limit_c, overwrite=overwrite,
+                allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode, echo=progress.lines)
     except SweepInterrupted as interrupted:
         ctx.exit(interrupted.exit_code)
         return

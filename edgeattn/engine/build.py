@@ -1,17 +1,20 @@
 """``edgeattn build``: ONNX -> TensorRT engine + manifest, with the TensorRT Python builder or trtexec.
 
-Order of work: read and check the ONNX (pure-Python wire reader; no onnx needed), resolve the optimization
-profile and the plugin library, pick the ONNX variant the target TensorRT needs (tensorrt.md §2.4), apply the
-precision policy, build into a temporary file, then write the manifest and rename the engine into place. A failure
-at any step leaves no engine and no manifest behind.
+Order of work: read and check the ONNX (the onnx package, without external weights), resolve the optimization
+profile, the plugin mode (``--plugins on|off|auto``, :mod:`.plugin_selection`) and the plugin library, replace the
+custom ops that run without plugins by their standard-op decomposition, pick the ONNX variant the target TensorRT
+needs (tensorrt.md §2.4), apply the precision policy, build into a temporary file, then write the manifest and
+rename the engine into place; ``auto`` builds and times each candidate in a temporary directory first and moves
+only the fastest into place. A failure at any step leaves no engine and no manifest behind.
 """
 import contextlib
+import json
 import os
 import shlex
 import tempfile
 import time
 
-from .. import onnx_wire
+from .. import onnx_graph
 from .._io import atomic_path, sha256_file, write_json
 from .._version import __version__
 from ..errors import EdgeAttnError
@@ -61,11 +64,13 @@ def _choose_backend(backend, trtexec):
 
 
 def _rebuild_command(onnx_path, engine_path, precision, plugins, shapes, backend, workspace_mb, timing_cache,
-                     version_compatible, trtexec=None):
+                     version_compatible, trtexec=None, plugin_mode=None):
     args = ["edgeattn", "build", os.path.abspath(onnx_path), "-o", os.path.abspath(engine_path), "--precision",
             precision]
+    if plugin_mode:
+        args += ["--plugins", plugin_mode]
     if plugins:
-        args += ["--plugins", os.path.abspath(plugins)]
+        args += ["--plugin-lib", os.path.abspath(plugins)]
     for spec in shapes or ():
         args += ["--shapes", spec]
     if backend != "auto":
@@ -104,21 +109,28 @@ def _variant_file(onnx_path, payload):
 
 def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, shapes=(), backend="auto",
                  workspace_mb=None, timing_cache=None, version_compatible=False, trtexec=None, timeout=None,
-                 progress=None):
+                 progress=None, plugin_mode="on", selection_warmup_s=1.0, selection_duration_s=3.0):
     """Build a TensorRT engine from ``onnx_path``; returns the manifest written beside it.
 
     ``shapes``: ``NAME:MIN,OPT,MAX`` strings; ``backend``: auto (TensorRT Python if importable, else trtexec),
     tensorrt or trtexec; ``plugins``: our plugin library (default: ``edgeattn.plugins``' search, needed only if
-    the model has custom ops); ``progress(message)`` is told each step.
+    the engine runs custom ops as plugins); ``plugin_mode``: ``on`` (every custom op as a plugin), ``off`` (their
+    standard-op decompositions, no plugin library), ``auto`` (build and time candidates with and without each
+    custom-op family, keep the fastest: :mod:`.plugin_selection`; each candidate is timed for
+    ``selection_warmup_s`` + ``selection_duration_s``) or None (``edgeattn build``'s default: auto where this
+    machine can time candidates, else on); ``progress(message)`` is told each step.
     """
+    from . import plugin_selection
+
     say = progress or (lambda message: None)
     policy = PrecisionPolicy(precision)
+    if plugin_mode is not None and plugin_mode not in plugin_selection.MODES:
+        raise EdgeAttnError("unknown plugin mode {!r} (choose {})".format(plugin_mode,
+                                                                          ", ".join(plugin_selection.MODES)))
     onnx_path = os.fspath(onnx_path)
-    data = onnx_wire.load_model_bytes(onnx_path)
-    info = onnx_wire.read_model_info(data)
-    graph_io = onnx_wire.read_graph_io(data)
-    nodes = onnx_wire.read_nodes(data)
-    custom_ops = onnx_wire.read_custom_ops(data)
+    model = onnx_graph.load_model(onnx_path, "`edgeattn build`")
+    graph_io = onnx_graph.graph_io(model)
+    custom_ops = onnx_graph.custom_ops(model)
     engine_path = os.fspath(engine_path) if engine_path else default_engine_path(onnx_path, precision)
     if os.path.abspath(engine_path) == os.path.abspath(onnx_path):
         raise EdgeAttnError("the engine would overwrite the ONNX file; choose another -o")
@@ -126,6 +138,9 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
         raise EdgeAttnError("--workspace must be >= 1 MiB, got {}".format(workspace_mb))
     if timing_cache and os.path.isdir(timing_cache):
         raise EdgeAttnError("--timing-cache {} is a directory".format(timing_cache))
+    if not selection_duration_s > 0 or selection_warmup_s < 0:
+        raise EdgeAttnError("candidate timing needs a duration > 0 s and a warm-up >= 0 s, got {:g} s and {:g} s"
+                            .format(selection_duration_s, selection_warmup_s))
     profile = resolve_profile(graph_io["inputs"], shapes)
 
     backend, trt, version, trtexec_path = _choose_backend(backend, trtexec)
@@ -133,79 +148,261 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     if version_compatible and tuple(version) < (8, 6):
         raise EdgeAttnError("--version-compatible needs TensorRT >= 8.6; this is {}".format(version))
 
+    families = plugin_selection.op_families(custom_ops)
+    mode, mode_reason, timer = _plugin_mode(plugin_mode, families, backend, trtexec_path)
+    say("plugins: {} ({})".format(mode, mode_reason))
+    job = _BuildJob(onnx_path, engine_path, policy, profile, graph_io, backend, trt, version, trtexec_path,
+                    workspace_mb, timing_cache, version_compatible, timeout, say,
+                    rebuild=dict(precision=precision, plugins=plugins, shapes=shapes, trtexec=trtexec,
+                                 plugin_mode=mode if plugin_mode is not None and families else None))
+
     from . import plugin_library
 
-    library = plugin_library.resolve(plugins, custom_ops=custom_ops,
-                                     load=True if backend == "tensorrt" else "optional")
-    for op in custom_ops:
-        if not op["has_namespace_attribute"]:
-            warn("custom op {} has no plugin_namespace attribute; TensorRT >= 10.15 then prefers a model-local "
-                 "function over the plugin (re-export with `edgeattn export`)".format(op["op_type"]))
+    if mode == "auto" and families:
+        return _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer, selection_warmup_s,
+                              selection_duration_s)
+    if mode == "off":
+        if plugins:
+            warn("--plugins off: the plugin library {} is not used".format(plugins))
+        library = None
+        built, sources = plugin_selection.decompose(model, families)
+    else:
+        library = plugin_library.resolve(plugins, custom_ops=custom_ops,
+                                         load=True if backend == "tensorrt" else "optional")
+        for op in custom_ops:
+            if not op["has_namespace_attribute"]:
+                warn("custom op {} has no plugin_namespace attribute; TensorRT >= 10.15 then prefers a "
+                     "model-local function over the plugin (re-export with `edgeattn export`)".format(op["op_type"]))
+        built, sources = model, {}
+    with atomic_path(engine_path) as engine_tmp:
+        manifest = _build_variant(job, built, engine_tmp, library, decomposed=sorted(sources))
+        plugin_ops = [] if mode == "off" else families
+        manifest["plugin_selection"] = {
+            "mode": mode, "requested": plugin_mode, "reason": mode_reason, "custom_ops": families,
+            "plugin_ops": plugin_ops, "standard_ops": sorted(set(families) - set(plugin_ops)),
+            "decomposition": sources, "candidates": None}
+        write_json(manifest_path(engine_path), manifest)
+    return manifest
 
+
+class _BuildJob(object):
+    """What every candidate engine of one ``edgeattn build`` shares."""
+
+    def __init__(self, onnx_path, engine_path, policy, profile, graph_io, backend, trt, version, trtexec_path,
+                 workspace_mb, timing_cache, version_compatible, timeout, say, rebuild):
+        self.onnx_path = onnx_path
+        self.engine_path = engine_path
+        self.policy = policy
+        self.profile = profile
+        self.graph_io = graph_io
+        self.backend = backend
+        self.trt = trt
+        self.version = version
+        self.trtexec_path = trtexec_path
+        self.workspace_mb = workspace_mb
+        self.timing_cache = timing_cache
+        self.version_compatible = version_compatible
+        self.timeout = timeout
+        self.say = say
+        self.rebuild = rebuild
+
+
+def _timer(backend, trtexec_path):
+    """``(bench backend, trtexec path)`` that can time candidate engines here (the harness of ``edgeattn
+    bench``), or ``(None, why not)``."""
+    if backend == "trtexec":
+        return ("trtexec", trtexec_path), None
+    try:
+        from ..bench.cuda import open_cuda
+
+        open_cuda()
+        return ("tensorrt", None), None
+    except EdgeAttnError as error:
+        reason = error.format_message()
+    from ..doctor import find_trtexec
+
+    path = find_trtexec(None)[0]
+    if path:
+        return ("trtexec", path), None
+    return None, "no CUDA runtime for the TensorRT benchmark ({}) and no trtexec".format(reason)
+
+
+def _plugin_mode(requested, families, backend, trtexec_path):
+    """``(mode, why, timer)``: the plugin mode to build with; ``timer`` is set for auto."""
+    if not families:
+        return requested or "on", "the model has no custom ops", None
+    if requested in ("on", "off"):
+        return requested, "--plugins {}".format(requested), None
+    timer, why_not = _timer(backend, trtexec_path)
+    if requested == "auto":
+        if timer is None:
+            raise EdgeAttnError("--plugins auto times every candidate engine on this machine's GPU, but {}; use "
+                                "--plugins on or off".format(why_not))
+        return "auto", "--plugins auto", timer
+    if timer is None:
+        return "on", "default without a device to time candidates on: {}".format(why_not), None
+    return "auto", "default where candidates can be timed on this machine", timer
+
+
+def _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer, warmup_s, duration_s):
+    """``--plugins auto``: build and time the candidates of :func:`plugin_selection.search` in a temporary
+    directory beside the engine, then move the fastest (and its manifest) into place."""
+    import shutil
+
+    from . import plugin_library, plugin_selection
+    from ..bench import run_benchmark
+
+    say = job.say
+    library, library_error = None, None
+    try:
+        library = plugin_library.resolve(plugins, custom_ops=custom_ops,
+                                         load=True if job.backend == "tensorrt" else "optional")
+    except EdgeAttnError as error:
+        library_error = error.format_message()
+        say("no plugin library ({}): only candidates without plugins can be built".format(library_error))
+    timer_backend, timer_trtexec = timer
+    first_input = job.profile[0] if job.profile else None
+    batch = first_input[2][0] if first_input and first_input[2] else 1
+    directory = os.path.dirname(os.path.abspath(job.engine_path))
+    os.makedirs(directory, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix=".edgeattn-plugins-", dir=directory)
+    counter = [0]
+
+    def evaluate(candidate):
+        counter[0] += 1
+        label = "candidate {} ({})".format(counter[0], candidate.name)
+        if candidate.plugin_ops and library is None:
+            candidate.error = "no plugin library: {}".format(library_error)
+            say("{}: skipped, {}".format(label, candidate.error))
+            return
+        try:
+            built, sources = plugin_selection.decompose(model, candidate.standard_ops)
+            engine_file = os.path.join(workdir, "candidate-{}.engine".format(counter[0]))
+            say("{}: building".format(label))
+            # Functions are always stripped here: a candidate named "plugins: X" must not quietly inline X.
+            candidate.manifest = _build_variant(job, built, engine_file, library if candidate.plugin_ops else None,
+                                                decomposed=sorted(sources), strip_functions=True)
+            # A scratch file in the private directory, read back by the timing run below: not an output, so it
+            # does not wait for the command's all-or-nothing commit.
+            with open(manifest_path(engine_file), "w") as handle:
+                json.dump(candidate.manifest, handle)
+            candidate.engine_file = engine_file
+            say("{}: timing ({:g} s warm-up, {:g} s)".format(label, warmup_s, duration_s))
+            candidate.bench = run_benchmark(
+                engine_file, backend=timer_backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
+                plugins=library["path"] if candidate.plugin_ops else None, trtexec=timer_trtexec,
+                timeout=job.timeout)
+            stats = candidate.bench.get("gpu_compute_ms") or candidate.bench["latency_ms"]
+            say("{}: median {:.4g} ms".format(label, stats["p50"]))
+        except EdgeAttnError as error:
+            candidate.error = error.format_message()
+            warn("{}: failed: {}".format(label, candidate.error))  # an event for the log, not progress
+
+    try:
+        candidates = plugin_selection.search(families, evaluate)
+        winner = plugin_selection.choose(candidates)
+        say("selected {}: {}".format(winner.name, winner.reason))
+        manifest = winner.manifest
+        manifest["engine"]["file"] = os.path.basename(job.engine_path)
+        manifest["plugin_selection"] = {
+            "mode": "auto", "requested": job.rebuild["plugin_mode"], "reason": mode_reason,
+            "custom_ops": families, "plugin_ops": sorted(winner.plugin_ops),
+            "standard_ops": sorted(winner.standard_ops),
+            "decomposition": plugin_selection.decomposition_sources(model, families),
+            "selected": winner.name, "selected_because": winner.reason,
+            "ops": plugin_selection.op_verdicts(families, candidates, winner),
+            "strategy": plugin_selection.STRATEGY, "metric": plugin_selection.metric_key(candidates),
+            "tie_tolerance": plugin_selection.TIE_TOLERANCE,
+            "timing": {"harness": "edgeattn bench", "backend": timer_backend, "batch": batch,
+                       "warmup_s": warmup_s, "duration_s": duration_s},
+            "plugin_library_error": library_error,
+            "candidates": [candidate.record() for candidate in candidates]}
+        with atomic_path(job.engine_path) as engine_tmp:
+            os.replace(winner.engine_file, engine_tmp)
+            write_json(manifest_path(job.engine_path), manifest)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return manifest
+
+
+def _build_variant(job, model, engine_file, library, decomposed=(), strip_functions=False):
+    """Build ``model`` (the source ModelProto, or a decomposed copy of it) into ``engine_file``; returns its
+    manifest (not yet written). ``strip_functions``: hand TensorRT no local functions whatever its version."""
+    policy, version, backend, onnx_path, say = job.policy, job.version, job.backend, job.onnx_path, job.say
+    info = onnx_graph.model_info(model)
+    nodes = onnx_graph.graph_nodes(model)
+    custom_ops = onnx_graph.custom_ops(model)
+    trt = job.trt
     has_fp16_flag = hasattr(trt.BuilderFlag, "FP16") if trt is not None else None
     typing = policy.typing_mode(version, has_fp16_flag) if policy.fp16 else "fp32"
     islands = policy.fp32_islands(nodes)
     if typing == "strong":
-        payload = make_strongly_typed_fp16(data, islands)
+        payload = make_strongly_typed_fp16(model, islands)
         variant = "fp16-strongly-typed"
-    elif info["has_functions"] and tuple(version) < STRIP_FUNCTIONS_BELOW:
-        payload = onnx_wire.strip_local_functions(data)
+    elif info["has_functions"] and (strip_functions or tuple(version) < STRIP_FUNCTIONS_BELOW):
+        payload = onnx_graph.strip_local_functions(model)
         variant = "local-functions-stripped"
     else:
-        payload = None
+        payload = model.SerializeToString() if decomposed else None
         variant = "as-exported"
-    say("ONNX variant: {}{}".format(variant, "; {} FP32 island nodes".format(len(islands)) if policy.fp16 else ""))
+    say("ONNX variant: {}{}{}".format(
+        variant, "; standard ops for {}".format(", ".join(decomposed)) if decomposed else "",
+        "; {} FP32 island nodes".format(len(islands)) if policy.fp16 else ""))
 
     started = time.time()
-    with atomic_path(engine_path) as engine_tmp, _variant_file(onnx_path, payload) as onnx_file:
-        say("building {} (this can take minutes)".format(os.path.basename(engine_path)))
+    with _variant_file(onnx_path, payload) as onnx_file:
+        say("building {} (this can take minutes)".format(os.path.basename(job.engine_path)))
         if backend == "tensorrt":
             from . import tensorrt_builder
 
-            details = tensorrt_builder.build(trt, version, payload if payload is not None else data, onnx_file,
-                                             engine_tmp, policy, typing, islands, profile, workspace_mb,
-                                             timing_cache, version_compatible, library, onnx_path)
+            onnx_bytes = payload if payload is not None else model.SerializeToString()
+            details = tensorrt_builder.build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing,
+                                             islands, job.profile, job.workspace_mb, job.timing_cache,
+                                             job.version_compatible, library, onnx_path)
         else:
             from . import trtexec_builder
 
-            details = trtexec_builder.build(trtexec_path, version, onnx_file, engine_tmp, policy, typing, islands,
-                                            profile, workspace_mb, timing_cache, version_compatible, library,
-                                            timeout or DEFAULT_BUILD_TIMEOUT_S, onnx_path)
-        if not os.path.exists(engine_tmp) or os.path.getsize(engine_tmp) == 0:
-            raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
-        from ..doctor import jetson_context
+            details = trtexec_builder.build(job.trtexec_path, version, onnx_file, engine_file, policy, typing,
+                                            islands, job.profile, job.workspace_mb, job.timing_cache,
+                                            job.version_compatible, library, job.timeout or DEFAULT_BUILD_TIMEOUT_S,
+                                            onnx_path)
+    if not os.path.exists(engine_file) or os.path.getsize(engine_file) == 0:
+        raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
+    from . import plugin_library
+    from ..doctor import jetson_context
 
-        jetson = jetson_context(with_clocks=False)
-        manifest = {
-            "schema": MANIFEST_SCHEMA,
-            "engine": {"file": os.path.basename(engine_path), "sha256": sha256_file(engine_tmp),
-                       "size_bytes": os.path.getsize(engine_tmp)},
-            "source_onnx": {"path": os.path.abspath(onnx_path), "sha256": sha256_file(onnx_path),
-                            "variant": variant, "ir_version": info["ir_version"],
-                            "opset_imports": info["opset_imports"]},
-            "tensorrt": {"version": str(details["tensorrt_version"]),
-                         "builder": "tensorrt-python" if backend == "tensorrt" else "trtexec",
-                         "trtexec": {"path": trtexec_path, "version": str(version),
-                                     "command": details.get("command")} if trtexec_path else None,
-                         "version_compatible": bool(version_compatible)},
-            "device": details.get("device"),
-            "jetson": dict(jetson["board"], power_mode=jetson["power_mode"]) if jetson else None,
-            "plugins": library,
-            "custom_ops": custom_ops,
-            "precision": policy.describe(islands, typing, details.get("enforced_by")),
-            "profiles": [profile_record(profile)],
-            "inputs": graph_io["inputs"],
-            "outputs": graph_io["outputs"],
-            "workspace_mb": workspace_mb,
-            "timing_cache": os.path.abspath(timing_cache) if timing_cache else None,
-            "edgeattn_version": __version__,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "build_seconds": round(time.time() - started, 3),
-            "rebuild_command": _rebuild_command(onnx_path, engine_path, precision, plugins, shapes,
-                                                "trtexec" if backend == "trtexec" else "tensorrt", workspace_mb,
-                                                timing_cache, version_compatible, trtexec),
-        }
-        if details.get("pinned_layers") is not None:
-            manifest["precision"]["pinned_layers"] = details["pinned_layers"]
-        write_json(manifest_path(engine_path), manifest)
+    jetson = jetson_context(with_clocks=False)
+    rebuild = job.rebuild
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "engine": {"file": os.path.basename(job.engine_path), "sha256": sha256_file(engine_file),
+                   "size_bytes": os.path.getsize(engine_file)},
+        "source_onnx": {"path": os.path.abspath(onnx_path), "sha256": sha256_file(onnx_path),
+                        "variant": variant, "decomposed_ops": list(decomposed), "ir_version": info["ir_version"],
+                        "opset_imports": info["opset_imports"]},
+        "tensorrt": {"version": str(details["tensorrt_version"]),
+                     "builder": "tensorrt-python" if backend == "tensorrt" else "trtexec",
+                     "trtexec": {"path": job.trtexec_path, "version": str(version),
+                                 "command": details.get("command")} if job.trtexec_path else None,
+                     "version_compatible": bool(job.version_compatible)},
+        "device": details.get("device"),
+        "jetson": dict(jetson["board"], power_mode=jetson["power_mode"]) if jetson else None,
+        "plugins": plugin_library.manifest_record(library),  # named, never a path to load
+        "custom_ops": custom_ops,
+        "precision": policy.describe(islands, typing, details.get("enforced_by")),
+        "profiles": [profile_record(job.profile)],
+        "inputs": job.graph_io["inputs"],
+        "outputs": job.graph_io["outputs"],
+        "workspace_mb": job.workspace_mb,
+        "timing_cache": os.path.abspath(job.timing_cache) if job.timing_cache else None,
+        "edgeattn_version": __version__,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "build_seconds": round(time.time() - started, 3),
+        "rebuild_command": _rebuild_command(onnx_path, job.engine_path, rebuild["precision"], rebuild["plugins"],
+                                            rebuild["shapes"], "trtexec" if backend == "trtexec" else "tensorrt",
+                                            job.workspace_mb, job.timing_cache, job.version_compatible,
+                                            rebuild["trtexec"], plugin_mode=rebuild["plugin_mode"]),
+    }
+    if details.get("pinned_layers") is not None:
+        manifest["precision"]["pinned_layers"] = details["pinned_layers"]
     return manifest

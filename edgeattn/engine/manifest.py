@@ -5,19 +5,31 @@ custom ops needs the same plugin library. The manifest records all of that so ``
 engine *before* deserializing it, with the exact rebuild command, instead of failing deep inside TensorRT.
 
 File name: the engine's full file name plus ``.json`` (``model.engine`` -> ``model.engine.json``,
-``model.plan`` -> ``model.plan.json``). Format (schema ``edgeattn.engine/1``)::
+``model.plan`` -> ``model.plan.json``). A manifest is untrusted data (it travels with the engine): nothing in
+it is ever loaded or executed; its plugin record only lets ``bench`` refuse a library with another sha256 before
+loading it, and its engine sha256 lets ``sweep --resume`` find damaged engines. Format (schema
+``edgeattn.engine/1``)::
 
     {"schema": "edgeattn.engine/1",
      "engine": {"file", "sha256", "size_bytes"},
      "source_onnx": {"path", "sha256", "variant": "as-exported" | "local-functions-stripped" |
-                     "fp16-strongly-typed", "ir_version", "opset_imports"},
+                     "fp16-strongly-typed", "decomposed_ops": [op_type, ...] (replaced by their standard-op
+                     decomposition before that), "ir_version", "opset_imports"},
      "tensorrt": {"version": "10.3.0", "builder": "tensorrt-python" | "trtexec", "trtexec": {"path", "version"} | null,
                   "version_compatible": bool},
      "device": {"name", "compute_capability"} | null,
      "jetson": {"model", "compatible", "l4t_release", "jetpack", "module_id", "power_mode"} | null,
-     "plugins": {"path", "sha256", "creators": [{"name", "version", "namespace"}] | null,
-                 "creators_source": "tensorrt" | "schemas" | null} | null,
-     "custom_ops": [{"op_type", "domain", "plugin_version", "plugin_namespace", "count", ...}],
+     "plugins": {"name", "version", "sha256", "creators": [{"name", "version", "namespace"}] | null,
+                 "creators_source": "tensorrt" | "schemas" | null} | null,   # names the library, no path
+     "custom_ops": [{"op_type", "domain", "plugin_version", "plugin_namespace", "count", ...}],  # run as plugins
+     "plugin_selection": {"mode": "on" | "off" | "auto", "requested": mode | null (the default), "reason",
+                          "custom_ops": the source's op types, "plugin_ops", "standard_ops", "decomposition":
+                          {op_type: where its decomposition came from}, "candidates": null (on/off) |
+                          [{"name", "plugin_ops", "standard_ops", "status": "selected" | "rejected" | "failed",
+                            "reason", "error", "build_seconds", "engine_sha256", "onnx_variant", "iterations",
+                            "latency_ms": {...}, "gpu_compute_ms": {...}, "throughput_items_per_s"}],
+                          auto only: "selected", "selected_because", "ops": {op_type: {"runs_as", "reason"}},
+                          "strategy", "metric", "tie_tolerance", "timing", "plugin_library_error"},
      "precision": {"precision", "typing", ...},      # PrecisionPolicy.describe()
      "profiles": [{"inputs": {name: {"min": [...], "opt": [...], "max": [...]}}}],
      "inputs": [{"name", "elem_type", "shape"}], "outputs": [...],

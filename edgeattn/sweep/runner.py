@@ -10,6 +10,7 @@ The benchmark function is injectable (``bench=``): it defaults to :func:`edgeatt
 (INTERFACES §5) and is only imported when a sweep runs.
 """
 import contextlib
+import functools
 import os
 import platform
 import signal
@@ -18,11 +19,14 @@ import sys
 import threading
 import time
 
+from .._io import all_or_nothing, check_output_path, exclusive_lock, outputs_now, sha256_file
 from .._version import __version__
-from ..errors import EdgeAttnError
+from ..errors import EdgeAttnError, OutputError
 from .. import profiles as profiles_io
 from ..jetson import board as board_io
+from ..jetson import clocks as clocks_io
 from ..jetson import default_root
+from ..jetson.lock import board_lock
 from . import state as state_io
 from .controllers import HostCpuController, JetsonController
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
@@ -66,14 +70,17 @@ def default_bench():
     return run_benchmark
 
 
-def default_engine_builder():
+def default_engine_builder(plugin_mode=None):
     """``edgeattn build``'s Python API, :func:`edgeattn.engine.build.build_engine(onnx_path, engine_path,
-    precision=...)` (it writes the engine and its manifest); None when it cannot be imported."""
+    precision=...)` (it writes the engine and its manifest); None when it cannot be imported.
+
+    ``plugin_mode`` is ``build --plugins``: None takes build's device default (``auto`` where candidate engines can
+    be timed on this machine, so a sweep never ships a plugin slower than TensorRT's own fusion)."""
     try:
         from ..engine.build import build_engine
     except ImportError:
         return None
-    return build_engine
+    return functools.partial(build_engine, plugin_mode=plugin_mode)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -187,6 +194,8 @@ def _model_entries(models):
     entries, names = [], {}
     for given in models:
         path = os.path.abspath(given)
+        if os.path.isdir(path):
+            raise EdgeAttnError("{} is a directory, not a model file".format(given))
         if not os.path.isfile(path):
             raise EdgeAttnError("model file not found: {}".format(given))
         lower = path.lower()
@@ -258,6 +267,26 @@ def _order_plan(modes, current_id, needs_reboot):
     return ordered
 
 
+def _stale_engine_reason(engine_path, onnx_path):
+    """Why an engine from an earlier run must not be reused (None when it may): no or unreadable manifest, bytes
+    that differ from the sha256 the manifest recorded (a damaged or replaced file), or an ONNX changed since."""
+    from ..engine import manifest as manifest_module
+
+    try:
+        manifest = manifest_module.read_manifest(engine_path)
+    except EdgeAttnError as error:
+        return error.format_message()
+    if manifest is None:
+        return "it has no manifest"
+    want = (manifest.get("engine") or {}).get("sha256")
+    if not want or sha256_file(engine_path) != want:
+        return "it does not match the sha256 in its manifest"
+    source = (manifest.get("source_onnx") or {}).get("sha256")
+    if source and source != sha256_file(onnx_path):
+        return "{} changed since it was built".format(onnx_path)
+    return None
+
+
 def _build_engines(variants, out_dir, builder, echo):
     engine_dir = os.path.join(out_dir, "engines")
     for variant in variants:
@@ -267,11 +296,16 @@ def _build_engines(variants, out_dir, builder, echo):
         target = os.path.join(engine_dir, "{}.{}.engine".format(variant["model"]["name"], variant["precision"]))
         variant["bench_path"] = target
         if os.path.isfile(target):
-            echo("reusing engine {}".format(target))
-            continue
-        echo("building {} engine for {}".format(variant["precision"], variant["model"]["name"]))
+            why = _stale_engine_reason(target, variant["model"]["path"])
+            if why is None:
+                echo("reusing engine {}".format(target))
+                continue
+            echo("rebuilding engine {}: {}".format(target, why))
+        else:
+            echo("building {} engine for {}".format(variant["precision"], variant["model"]["name"]))
         os.makedirs(engine_dir, exist_ok=True)
-        builder(variant["model"]["path"], target, precision=variant["precision"])
+        with all_or_nothing():  # an engine and its manifest, or neither
+            builder(variant["model"]["path"], target, precision=variant["precision"])
         if not os.path.isfile(target):
             raise EdgeAttnError("building {} produced no engine at {}".format(variant["model"]["path"], target))
 
@@ -289,39 +323,94 @@ def _eta(measurement_s, measurements_left, mode_overhead_s, modes_left):
 # --------------------------------------------------------------------------------------------------------------
 # the sweep
 # --------------------------------------------------------------------------------------------------------------
-def _discard_finished_sweep(out_dir):
-    """Remove a previous sweep's files so a new one can start in ``out_dir``.
+LOCK_FILE = ".edgeattn-sweep.lock"
 
-    Refused while that sweep still holds the board's original state: it was killed before restoring (status
-    starting/running), is rebooting between modes, or its restore failed. Only ``--resume`` may finish those.
-    """
-    try:
-        previous = state_io.load_state(out_dir)
-    except EdgeAttnError:
-        previous = None
-    if previous is not None:
-        status = previous.get("status")
-        restore = previous.get("restore") or {}
-        failed = [part for part in ("mode", "clocks") if (restore.get(part) or {}).get("ok") is False]
-        if status not in ("complete", "interrupted", "failed") or failed:
-            raise EdgeAttnError("{} holds an unfinished sweep (status {}{}) whose original board state is only "
-                                "recorded there; finish it with --resume instead of --overwrite".format(
-                                    out_dir, status, ", restore failed: " + ", ".join(failed) if failed else ""))
-    for name in (RESULTS_JSON, RESULTS_CSV, state_io.STATE_FILE, "jetson_clocks.orig", "report.md", "report.html"):
+
+def sweep_lock_path(out_dir):
+    """The advisory lock file a running sweep holds in its directory."""
+    return os.path.join(out_dir, LOCK_FILE)
+
+
+def _check_replaceable(out_dir, previous):
+    """``--overwrite`` is refused while the previous sweep still holds the board's original state: it was killed
+    before restoring (status starting/running), is rebooting between modes, or its restore failed. Only
+    ``--resume`` may finish those."""
+    if previous is None:
+        return
+    status = previous.get("status")
+    restore = previous.get("restore") or {}
+    failed = [part for part in ("mode", "clocks") if (restore.get(part) or {}).get("ok") is False]
+    if status not in ("complete", "interrupted", "failed") or failed:
+        raise EdgeAttnError("{} holds an unfinished sweep (status {}{}) whose original board state is only "
+                            "recorded there; finish it with --resume instead of --overwrite".format(
+                                out_dir, status, ", restore failed: " + ", ".join(failed) if failed else ""))
+
+
+def _discard_finished_sweep(out_dir, previous):
+    """Remove a previous sweep's files so a new one can start in ``out_dir`` (after :func:`_check_replaceable`
+    and after every check of the new sweep passed)."""
+    old_store = ((previous or {}).get("original") or {}).get("clocks_store")
+    if old_store:
+        clocks_io.discard_store(old_store)  # only a store edgeattn created; anything else is left alone
+    for name in (RESULTS_JSON, RESULTS_CSV, state_io.STATE_FILE, "report.md", "report.html"):
         path = os.path.join(out_dir, name)
-        if os.path.isfile(path):
+        if os.path.isfile(path) or os.path.islink(path):
             os.unlink(path)
     plots = os.path.join(out_dir, "plots")
-    if os.path.isdir(plots):
+    if os.path.isdir(plots) and not os.path.islink(plots):
         for name in os.listdir(plots):
             if name.endswith((".png", ".svg")):
                 os.unlink(os.path.join(plots, name))
 
 
+def _check_models(paths, model_check):
+    """Open and check every model before anything is written (a corrupt ONNX must not leave a sweep behind)."""
+    for path in paths:
+        model_check(path)
+
+
+def _basic_model_check(path):
+    """For injected benchmark functions: the file exists, is a regular file, can be read and is not empty."""
+    if not os.path.isfile(path):
+        raise EdgeAttnError("model file not found: {}".format(path))
+    with open(path, "rb") as handle:
+        if not handle.read(1):
+            raise EdgeAttnError("{} is empty".format(path))
+
+
+def default_model_check(allow_engine_host_code=False):
+    try:
+        from ..bench import check_model_file
+    except ImportError:
+        return _basic_model_check
+    return lambda path: check_model_file(path, allow_engine_host_code=allow_engine_host_code)
+
+
+def _verified_resume_state(saved, out_dir):
+    """The resume file is as writable as the sweep directory, so what it says is checked before it steers
+    anything privileged: the clock store must be one edgeattn created, mode IDs must be integers."""
+    source = state_io.state_path(out_dir)
+    original = saved.get("original")
+    if not isinstance(original, dict):
+        raise EdgeAttnError("{} records no original board state; it cannot be resumed".format(source))
+    mode = original.get("mode")
+    if mode is not None and not (isinstance(mode, dict) and isinstance(mode.get("id"), int)):
+        raise EdgeAttnError("{}: the original mode {!r} is not a power mode ID".format(source, mode))
+    if original.get("clocks_store") is not None:
+        clocks_io.verify_store(original["clocks_store"], source=source)
+    plan = saved.get("plan")
+    if not isinstance(plan, list) or not all(isinstance(i, int) for i in plan):
+        raise EdgeAttnError("{}: the plan {!r} is not a list of mode IDs".format(source, plan))
+    if not isinstance(saved.get("options"), dict) or not isinstance(saved["options"].get("models"), list):
+        raise EdgeAttnError("{} records no sweep options; it cannot be resumed".format(source))
+    return saved
+
+
 def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend="auto", clocks="default",
               settle_s=30.0, repeats=3, allow_reboot=False, resume=False, out_dir="runs/sweep", bench=None,
               engine_builder=None, duration_s=10.0, warmup_s=2.0, batch=1, power_source="auto", interval_ms=500,
-              temp_limit_c=85.0, root=None, echo=None, overwrite=False):
+              temp_limit_c=85.0, root=None, echo=None, overwrite=False, model_check=None,
+              allow_engine_host_code=False, plugin_mode=None):
     """Run a power-mode sweep; returns a :class:`SweepOutcome`.
 
     ``models``: ONNX files or TensorRT engines. ``profile``: a profile name or "auto". ``modes``: "all" or a list
@@ -331,32 +420,89 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     options are read from ``out_dir``'s resume file and finished measurements are skipped. Raises
     :class:`EdgeAttnError` for bad input and :class:`SweepInterrupted` after restoring when SIGINT/SIGTERM arrived.
     ``overwrite`` replaces a finished sweep in ``out_dir`` (never one whose board state was not restored).
+    ``model_check(path)`` opens and checks a model before anything is written (default: the benchmark's own
+    check with the default ``bench``, a plain readability check with an injected one).
+    ``allow_engine_host_code``: benchmark version-compatible engines, which run host code embedded in them
+    (``bench --allow-engine-host-code``); never taken from a resume file. ``plugin_mode``: ``build --plugins``
+    (on, off, auto; None: build's device default) for the engines the default ``engine_builder`` builds.
+
+    Every input is checked before the directory is created. The directory is then locked for the whole run
+    (a second sweep into it is refused with the first one's PID), and on a Jetson so is the board.
     """
     echo = echo or _echo_stderr
     root = root or default_root()
     out_dir = os.path.abspath(out_dir)
+    if model_check is None:
+        model_check = default_model_check(allow_engine_host_code) if bench is None else _basic_model_check
     if resume:
-        saved = state_io.load_state(out_dir)
+        if not os.path.isfile(state_io.state_path(out_dir)):
+            state_io.load_state(out_dir)  # raises "nothing to resume"
+        if models:
+            _check_models(models, model_check)
+    else:
+        if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+            raise EdgeAttnError("-o {} exists and is not a directory".format(out_dir))
+        parse_modes(modes)
+        parse_precisions(precisions)
+        if not models:
+            raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
+        _model_entries(models)
+        _check_models(models, model_check)
+    check_output_path(os.path.join(out_dir, RESULTS_JSON))
+
+    created = not os.path.isdir(out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as error:
+        raise OutputError(out_dir, error)
+    started = []  # set once the sweep writes its first file: from then on its files stay for --resume
+    try:
+        with outputs_now(), \
+                exclusive_lock(sweep_lock_path(out_dir), "the sweep directory {}".format(out_dir)) as held:
+            try:
+                return _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, repeats,
+                                   allow_reboot, resume, out_dir, bench, engine_builder, duration_s, warmup_s, batch,
+                                   power_source, interval_ms, temp_limit_c, root, echo, overwrite, model_check,
+                                   started, allow_engine_host_code, plugin_mode)
+            finally:
+                held.remove = not started
+    finally:
+        if created and not started:
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)
+
+
+def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, repeats, allow_reboot, resume,
+                out_dir, bench, engine_builder, duration_s, warmup_s, batch, power_source, interval_ms,
+                temp_limit_c, root, echo, overwrite, model_check, started, allow_engine_host_code=False,
+                plugin_mode=None):
+    previous, replacing = None, False
+    if resume:
+        saved = _verified_resume_state(state_io.load_state(out_dir), out_dir)
         options = saved["options"]
         if models and sorted(os.path.abspath(m) for m in models) != sorted(options["models"]):
             raise EdgeAttnError("--resume continues the sweep in {} with its own models ({}); pass the same models "
                                 "or none".format(out_dir, ", ".join(options["models"])))
+        if not models:
+            _check_models(options["models"], model_check)
     else:
         saved = None
-        if os.path.exists(os.path.join(out_dir, "results.json")) or os.path.exists(state_io.state_path(out_dir)):
+        if os.path.exists(os.path.join(out_dir, RESULTS_JSON)) or os.path.exists(state_io.state_path(out_dir)):
             if not overwrite:
                 raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it, --overwrite to replace "
                                     "it, or choose another -o".format(out_dir))
-            _discard_finished_sweep(out_dir)
-        for given in models:
-            if not os.path.isfile(given):
-                raise EdgeAttnError("model file not found: {}".format(given))
+            try:
+                previous = state_io.load_state(out_dir)
+            except EdgeAttnError:
+                previous = None
+            _check_replaceable(out_dir, previous)
+            replacing = True
         options = {
             "models": [os.path.abspath(m) for m in models], "profile": profile, "modes": parse_modes(modes),
             "precisions": parse_precisions(precisions), "backend": backend, "clocks": clocks,
             "settle_s": float(settle_s), "repeats": int(repeats), "allow_reboot": bool(allow_reboot),
             "duration_s": duration_s, "warmup_s": warmup_s, "batch": int(batch), "power_source": power_source,
-            "interval_ms": int(interval_ms), "temp_limit_c": float(temp_limit_c),
+            "interval_ms": int(interval_ms), "temp_limit_c": float(temp_limit_c), "plugins": plugin_mode,
         }
     if options["clocks"] not in ("default", "max"):
         raise EdgeAttnError("--clocks must be 'default' or 'max', got {!r}".format(options["clocks"]))
@@ -368,88 +514,100 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     entries = _model_entries(options["models"])
     profile_obj, board = resolve_profile(options["profile"], root)
     echo("profile: {} ({})".format(profile_obj.name, profile_obj.display_name))
-    if profile_obj.is_jetson:
-        controller = JetsonController(profile_obj, root, echo, board=board)
-    else:
-        controller = HostCpuController(profile_obj, echo)
-    for line in controller.warnings:
-        echo("warning: " + line)
-    variants, variant_notes = _plan_variants(entries, options["precisions"], profile_obj, options["backend"], echo)
-    bench = bench or default_bench()
-    if engine_builder is None:
-        engine_builder = default_engine_builder()
-    if engine_builder is None and any(v["build"] for v in variants):
-        raise EdgeAttnError("ONNX models on a Jetson are built into one TensorRT engine per precision, and "
-                            "edgeattn's build API (edgeattn.engine.build.build_engine) is not available: build "
-                            "engines with `edgeattn build` and pass them, or use --backend onnxruntime")
+    board_guard = board_lock() if profile_obj.is_jetson else _nothing()
+    with board_guard:
+        if profile_obj.is_jetson:
+            controller = JetsonController(profile_obj, root, echo, board=board)
+        else:
+            controller = HostCpuController(profile_obj, echo)
+        for line in controller.warnings:
+            echo("warning: " + line)
+        variants, variant_notes = _plan_variants(entries, options["precisions"], profile_obj, options["backend"],
+                                                 echo)
+        bench = bench or default_bench()
+        if engine_builder is None:
+            engine_builder = default_engine_builder(options.get("plugins"))
+        if engine_builder is None and any(v["build"] for v in variants):
+            raise EdgeAttnError("ONNX models on a Jetson are built into one TensorRT engine per precision, and "
+                                "edgeattn's build API (edgeattn.engine.build.build_engine) is not available: build "
+                                "engines with `edgeattn build` and pass them, or use --backend onnxruntime")
 
-    all_modes = controller.modes()
-    if not all_modes:
-        raise EdgeAttnError("profile {} gives no modes to sweep".format(profile_obj.name))
-    current_id = controller.current_mode_id()
-    by_id = {m.id: m for m in all_modes}
-    wanted = options["modes"]
-    if wanted != "all":
-        unknown = [i for i in wanted if i not in by_id]
-        if unknown:
-            raise EdgeAttnError("mode(s) {} not on this board; its modes are: {}".format(
-                ", ".join(map(str, unknown)), ", ".join("{} {}".format(m.id, m.name) for m in all_modes)))
-        selected = [by_id[i] for i in wanted]
-    else:
-        selected = all_modes
+        all_modes = controller.modes()
+        if not all_modes:
+            raise EdgeAttnError("profile {} gives no modes to sweep".format(profile_obj.name))
+        current_id = controller.current_mode_id()
+        by_id = {m.id: m for m in all_modes}
+        wanted = options["modes"]
+        if wanted != "all":
+            unknown = [i for i in wanted if i not in by_id]
+            if unknown:
+                raise EdgeAttnError("mode(s) {} not on this board; its modes are: {}".format(
+                    ", ".join(map(str, unknown)), ", ".join("{} {}".format(m.id, m.name) for m in all_modes)))
+            selected = [by_id[i] for i in wanted]
+        else:
+            selected = all_modes
 
-    store = ResultStore(out_dir)
-    if saved is not None:
-        original = saved["original"]
-        plan_ids = saved["plan"]
-        plan = [by_id[i] for i in plan_ids if i in by_id]
-        store.load_existing()
-        if saved.get("status") == "rebooting":
-            target = saved.get("reboot_target")
-            here = controller.current_mode_id() if profile_obj.is_jetson else None
-            if target is not None and here != target:
-                echo("warning: the sweep rebooted into mode {} but the board is in mode {}".format(target, here))
-            else:
-                echo("resumed after the reboot into mode {}".format(target))
-        state = saved
-    else:
-        ordered = _order_plan(selected, current_id, lambda a, b: bool(controller.needs_reboot(a, b)))
-        plan, predicted_skips = [], []
-        for mode in ordered:
-            if not options["allow_reboot"] and controller.needs_reboot(current_id, mode.id):
-                reason = controller.reboot_reason(mode)
-                echo("skip mode {} {}: {}".format(mode.id, mode.name, reason))
-                predicted_skips.append({"mode_id": mode.id, "mode_name": mode.name, "reason": reason})
-            else:
-                plan.append(mode)
-        if not plan:
-            raise EdgeAttnError("nothing to run: every selected mode needs a reboot from the current mode; pass "
-                                "--allow-reboot or choose other --modes")
-        for entry in predicted_skips:
-            store.skip(entry)
-        original = None
-        state = {"options": options, "plan": [m.id for m in plan], "done_modes": [], "status": "starting",
-                 "skipped": predicted_skips}
-    controller.preflight(plan, options["clocks"])
-    os.makedirs(out_dir, exist_ok=True)
-    if original is None:
-        original = controller.capture_original(out_dir, options["clocks"])
-        state["original"] = original
-    state["status"] = "running"
-    state_io.save_state(out_dir, state)
+        store = ResultStore(out_dir)
+        if saved is not None:
+            original = saved["original"]
+            plan_ids = saved["plan"]
+            plan = [by_id[i] for i in plan_ids if i in by_id]
+            store.load_existing()
+            if saved.get("status") == "rebooting":
+                target = saved.get("reboot_target")
+                here = controller.current_mode_id() if profile_obj.is_jetson else None
+                if target is not None and here != target:
+                    echo("warning: the sweep rebooted into mode {} but the board is in mode {}".format(target, here))
+                else:
+                    echo("resumed after the reboot into mode {}".format(target))
+            state = saved
+        else:
+            ordered = _order_plan(selected, current_id, lambda a, b: bool(controller.needs_reboot(a, b)))
+            plan, predicted_skips = [], []
+            for mode in ordered:
+                if not options["allow_reboot"] and controller.needs_reboot(current_id, mode.id):
+                    reason = controller.reboot_reason(mode)
+                    echo("skip mode {} {}: {}".format(mode.id, mode.name, reason))
+                    predicted_skips.append({"mode_id": mode.id, "mode_name": mode.name, "reason": reason})
+                else:
+                    plan.append(mode)
+            if not plan:
+                raise EdgeAttnError("nothing to run: every selected mode needs a reboot from the current mode; pass "
+                                    "--allow-reboot or choose other --modes")
+            for entry in predicted_skips:
+                store.skip(entry)
+            original = None
+            state = {"options": options, "plan": [m.id for m in plan], "done_modes": [], "status": "starting",
+                     "skipped": predicted_skips}
+        controller.preflight(plan, options["clocks"])
+        if replacing:
+            _discard_finished_sweep(out_dir, previous)
+        if original is None:
+            original = controller.capture_original(out_dir, options["clocks"])
+            state["original"] = original
+        state["status"] = "running"
+        state_io.save_state(out_dir, state)
+        started.append(True)  # the resume file exists: from here on the directory is this sweep's
 
-    store.context = {
-        "edgeattn_version": __version__, "python": platform.python_version(), "host": socket.gethostname(),
-        "platform": platform.platform(), "started_unix": time.time(), "profile": profile_obj.name,
-        "profile_kind": profile_obj.kind, "options": options, "original": original,
-        "plan": [m.to_dict() for m in plan], "board": (controller.board.to_dict() if controller.board else None),
-        "controller": controller.context(), "warnings": controller.warnings,
-    }
-    for note in variant_notes:
-        if note not in store.notes:
-            store.notes.append(note)
-    return _execute(controller, store, state, plan, variants, options, original, bench, engine_builder,
-                    profile_obj, root, echo)
+        store.context = {
+            "edgeattn_version": __version__, "python": platform.python_version(), "host": socket.gethostname(),
+            "platform": platform.platform(), "started_unix": time.time(), "profile": profile_obj.name,
+            "profile_kind": profile_obj.kind, "options": options, "original": original,
+            "plan": [m.to_dict() for m in plan], "board": (controller.board.to_dict() if controller.board else None),
+            "controller": controller.context(), "warnings": controller.warnings,
+        }
+        for note in variant_notes:
+            if note not in store.notes:
+                store.notes.append(note)
+        if allow_engine_host_code:
+            bench = functools.partial(bench, allow_engine_host_code=True)
+        return _execute(controller, store, state, plan, variants, options, original, bench, engine_builder,
+                        profile_obj, root, echo)
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield None
 
 
 def _execute(controller, store, state, plan, variants, options, original, bench, builder, profile, root, echo):

@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from bench_helpers import layernorm_model, matmul_model, needs_onnx
-from edgeattn import onnx_wire
 
 
 def _one_error_line(result):
@@ -80,15 +79,6 @@ def test_fp16_strongly_typed_for_tensorrt_11(invoke, fake_trtexec, tmp_path, wri
     assert not [p for p in os.listdir(str(tmp_path)) if p.endswith(".onnx") and p != "model.onnx"]
 
 
-def test_fp16_for_tensorrt_11_without_onnx_is_one_line(invoke, fake_trtexec, tmp_path, write_model, monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnx", None)
-    model = write_model(layernorm_model())
-    result = invoke(["build", model, "--precision", "fp16", "--backend", "trtexec", "--trtexec",
-                     fake_trtexec("11.1.0")], expect=2)
-    assert "onnx is not installed; it is needed for FP16 engines with TensorRT >= 11" in _one_error_line(result)
-    assert sorted(os.listdir(str(tmp_path))) == ["model.onnx", "trt"]
-
-
 @pytest.mark.parametrize("case,expected", [
     ("missing", "no such file"),
     ("corrupt", "is not a valid ONNX model"),
@@ -98,6 +88,7 @@ def test_fp16_for_tensorrt_11_without_onnx_is_one_line(invoke, fake_trtexec, tmp
     ("no-tensorrt", "tensorrt is not installed"),
     ("no-trtexec", "trtexec not found or not executable"),
     ("overwrite", "would overwrite the ONNX file"),
+    ("no-onnx", "onnx is not installed; it is needed for `edgeattn build`"),
 ])
 def test_build_bad_input(invoke, fake_trtexec, tmp_path, write_model, monkeypatch, case, expected):
     monkeypatch.setitem(sys.modules, "tensorrt", None)
@@ -121,6 +112,8 @@ def test_build_bad_input(invoke, fake_trtexec, tmp_path, write_model, monkeypatc
         args[7] = str(tmp_path / "nowhere" / "trtexec")
     elif case == "overwrite":
         args[3] = model
+    elif case == "no-onnx":
+        monkeypatch.setitem(sys.modules, "onnx", None)
     result = invoke(args, expect=2)
     assert expected in _one_error_line(result)
     assert not os.path.exists(engine) and not os.path.exists(engine + ".json")
@@ -163,8 +156,3 @@ def test_bench_rejects_a_corrupt_manifest(invoke, tmp_path, fake_trtexec):
     result = invoke(["bench", str(engine), "--trtexec", fake_trtexec("10.3.0")], expect=2)
     assert "cannot read the engine manifest" in _one_error_line(result)
 
-
-def test_onnx_variant_helpers_do_not_need_onnx(monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnx", None)
-    data = matmul_model(with_custom=True, with_function=True)
-    assert not onnx_wire.read_model_info(onnx_wire.strip_local_functions(data))["has_functions"]

@@ -9,7 +9,9 @@ from edgeattn.sweep import runner  # noqa: E402
 
 fail_at = os.environ.get("STUB_BENCH_FAIL_AT")
 runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None)
-runner.default_engine_builder = lambda: stubbench.fake_engine_builder
+runner.default_engine_builder = lambda plugin_mode=None: stubbench.fake_engine_builder
+# the stub models are placeholders, not ONNX: only a readability check
+runner.default_model_check = lambda *a, **k: runner._basic_model_check
 
 from edgeattn.cli import main  # noqa: E402
 

@@ -55,7 +55,13 @@ def test_sweep_on_every_fake_board(fake_board, tmp_path, name):
     # the original mode and clocks are back, and our tegrastats is gone
     state = board.state()
     assert state["mode"] == default and state["locked"] is False
-    assert state["restored_from"] == os.path.join(out_dir, "jetson_clocks.orig")
+    # the clocks were stored in a private 0700 directory under the state dir, never in the sweep directory, and
+    # that store is gone once the sweep finished and restored from it
+    store = state["restored_from"]
+    state_root = os.path.join(board.base, "edgeattn-state", "clocks")
+    assert os.path.dirname(os.path.dirname(store)) == os.path.realpath(state_root)
+    assert os.path.basename(store) == "jetson_clocks.orig" and not os.path.exists(os.path.dirname(store))
+    assert not os.path.exists(os.path.join(out_dir, "jetson_clocks.orig"))
     assert board.live_tegrastats() == []
     # privileged calls went through sudo; prompts (if any) were answered NO; queries had a closed stdin
     for call in board.calls("nvpmodel"):
@@ -135,6 +141,29 @@ def test_precisions_build_one_engine_each(fake_board, tmp_path):
     by_precision = {row["precision"]: row for row in outcome.rows}
     assert by_precision["fp16"]["throughput_items_per_s"] == stubbench.expected_fps("m2", 4, precision="fp16")
     assert by_precision["fp16"]["engine_path"].endswith("m2.fp16.engine")
+
+
+@pytest.mark.parametrize("plugins", [None, "auto", "off"])
+def test_sweep_builds_with_the_requested_plugin_mode(fake_board, tmp_path, monkeypatch, plugins):
+    """The default builder is `edgeattn build`'s API with `--plugins` passed through (None: build's device default,
+    auto where candidates can be timed), and the mode is kept in the resume state."""
+    import json
+
+    import edgeattn.engine.build as engine_build
+
+    fake_board("orin-nx-16gb")
+    calls = []
+
+    def build_engine(onnx, engine, precision="fp32", plugin_mode="on", **kwargs):
+        calls.append(plugin_mode)
+        return stubbench.fake_engine_builder(onnx, engine, precision)
+
+    monkeypatch.setattr(engine_build, "build_engine", build_engine)
+    out_dir = tmp_path / "out"
+    run_sweep([_model(tmp_path, "m3")], modes="4", settle_s=0, repeats=1, duration_s=DURATION_S,
+              out_dir=str(out_dir), bench=stubbench.make_bench(), plugin_mode=plugins, echo=lambda line: None)
+    assert calls == [plugins]
+    assert json.loads((out_dir / "sweep-state.json").read_text())["options"]["plugins"] == plugins
 
 
 def test_profile_mismatch_warns_and_the_board_wins(fake_board, tmp_path):

@@ -117,7 +117,7 @@ def test_unknown_board_asks_for_a_profile(fake_board, tmp_path):
 
 def test_jetson_onnx_without_build_api(fake_board, tmp_path, monkeypatch):
     board = fake_board("nano-4gb")
-    monkeypatch.setattr(runner, "default_engine_builder", lambda: None)
+    monkeypatch.setattr(runner, "default_engine_builder", lambda plugin_mode=None: None)
     with pytest.raises(EdgeAttnError, match="build API"):
         run_sweep([_model(tmp_path, "m1")], out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(),
                   echo=lambda line: None)
@@ -141,18 +141,31 @@ def test_engines_run_as_built(fake_board, tmp_path):
 
 
 # -- command line ----------------------------------------------------------------------------------------------
-def test_cli_sweep_then_report(plain_host, tmp_path, invoke, monkeypatch):
+def _stub_cli(monkeypatch):
+    """The stub benchmark behind `edgeattn sweep`; its models are placeholders, so only a plain readability check."""
     monkeypatch.setattr(runner, "default_bench", lambda: stubbench.make_bench(sleep_s=0.01))
+    monkeypatch.setattr(runner, "default_model_check", lambda *a, **k: runner._basic_model_check)
+
+
+def test_cli_sweep_then_report(plain_host, tmp_path, invoke, monkeypatch):
+    _stub_cli(monkeypatch)
     out = str(tmp_path / "out")
     result = invoke(["sweep", _model(tmp_path, "m1"), _model(tmp_path, "m2"), "--profile", "host-cpu", "--modes",
                      "1,2", "--settle-s", "0", "--repeats", "1", "--duration-s", "0.01", "-o", out], expect=0)
     assert "4 result row(s) in {}/results.csv".format(out) in result.stdout
     assert "next: edgeattn report {}".format(out) in result.stdout
-    assert "[4/4] mode 2 2 threads | m2 fp32 | repeat 1/1" in result.stderr
-    result = invoke(["report", out, "--baseline", "m1"], expect=0)
+    # events stay on stderr; the per-measurement counter is progress, drawn on a terminal only (test_progress.py)
+    assert "mode 2 2 threads (2/2)" in result.stderr and "[4/4]" not in result.stderr
+    try:
+        import matplotlib  # noqa: F401  (the plots need the report extra; the device-side check runs without it)
+        plots = True
+    except ImportError:
+        plots = False
+    result = invoke(["report", out, "--baseline", "m1"] + ([] if plots else ["--no-plots"]), expect=0)
     report = open(os.path.join(out, "report.md")).read()
     assert "Speedup vs baseline `m1`" in report and "slowest model in the same mode" in report
-    assert os.path.exists(os.path.join(out, "plots", "fps_vs_mode_fp32.png"))
+    if plots:
+        assert [name for name in os.listdir(os.path.join(out, "plots")) if name.endswith(".png")]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -163,7 +176,7 @@ def test_cli_sweep_then_report(plain_host, tmp_path, invoke, monkeypatch):
     (["{m1}", "--profile", "host-cpu", "--modes", "7,x"], "--modes takes 'all' or mode IDs"),
 ])
 def test_cli_errors_are_one_line(plain_host, tmp_path, invoke, monkeypatch, args, message):
-    monkeypatch.setattr(runner, "default_bench", lambda: stubbench.make_bench(sleep_s=0.01))
+    _stub_cli(monkeypatch)
     monkeypatch.chdir(str(tmp_path))
     args = [a.replace("{m1}", _model(tmp_path, "m1")) for a in args]
     result = invoke(["sweep"] + args + ["-o", str(tmp_path / "out")] if "--resume" not in args else ["sweep"] + args,
