@@ -1,4 +1,4 @@
-"""Safe model checkpoints.
+"""Model checkpoints: our own safe format, and the state dicts that timm and the papers' official code write.
 
 Our format is a plain dictionary written with ``torch.save`` and read back with ``torch.load(weights_only=True)``,
 which never executes code from the file::
@@ -6,31 +6,52 @@ which never executes code from the file::
     {"format": "edgeattn.checkpoint", "format_version": 1, "arch": <registered name>,
      "config": <JSON-able kwargs for create_model>, "state_dict": {name: tensor}, "edgeattn_version": "x.y.z"}
 
+(``save_checkpoint(model, "x.safetensors")`` writes the same as a safetensors file with arch and config in its
+metadata.)
+
+Other checkpoints load when the architecture is known (``arch=`` / ``--arch``, or a registered name in the file's
+``arch`` entry): a bare state dict, or the first of the wrappers ``model``, ``state_dict``, ``model_ema``,
+``state_dict_ema``, ``module`` that holds one (``key=`` picks another), from ``torch.save`` files or
+``.safetensors``. ``module.`` (DistributedDataParallel) and ``_orig_mod.`` (``torch.compile``) prefixes are
+stripped. The keys may be ours or an official layout (timm, mit-han-lab EfficientViT, microsoft CSWin,
+fudan-zvg SOFT), recognised and converted by the declared rules of :mod:`edgeattn.models.layouts`; a layout
+that needs other numerics than our defaults builds the model with them (timm's LiteMLA eps). The file must fit
+the architecture exactly: every key used, every weight present, every shape equal, or nothing is loaded.
+
 Files that can only be read by unpickling arbitrary Python objects (a whole pickled ``nn.Module``) and TorchScript
 archives (``torch.jit.save``) run code from the file when loaded; they are accepted only with
-``trust_pickle=True`` (CLI: ``--trust-pickle``), and then with a warning. Every failure is one EdgeAttnError line:
-missing file, truncated or corrupt file, unknown architecture, keys that do not match the architecture, untrusted
-pickle, a bare state dict that does not say which architecture it belongs to.
+``trust_pickle=True`` (CLI: ``--trust-pickle``), and then with a warning. The one class besides tensors and
+containers that is read without it is ``argparse.Namespace``, which timm's training scripts store as ``args``
+(unpickling it only sets attributes). Every failure is one EdgeAttnError line.
 """
+import argparse
 import io
+import json
 import os
 import pickletools
+import struct
 import warnings
 import zipfile
 
 from ._io import atomic_path
 from ._version import __version__
-from .errors import EdgeAttnError
+from .errors import EdgeAttnError, MissingDependencyError
 
 FORMAT_NAME = "edgeattn.checkpoint"
 FORMAT_VERSION = 1
+#: where training scripts put the weights, in the order they are looked for
+WRAPPER_KEYS = ("model", "state_dict", "model_ema", "state_dict_ema", "module")
+#: key prefixes added by DistributedDataParallel and torch.compile
+STRIPPED_PREFIXES = ("module.", "_orig_mod.")
 _KEY_LIST_LIMIT = 5
 _TRUST_HINT = ("loading it executes code stored in the file; pass trust_pickle=True (CLI: --trust-pickle) only if "
                "you trust where it came from")
+_ARCH_HINT = "pass arch=NAME (CLI: --arch NAME); `edgeattn models` lists the architectures"
 
 
 def save_checkpoint(model, path):
-    """Write ``model`` (built by :func:`edgeattn.models.create_model`) to ``path`` atomically."""
+    """Write ``model`` (built by :func:`edgeattn.models.create_model`) to ``path`` atomically; a ``.safetensors``
+    path writes a safetensors file (arch and config in its metadata), anything else our torch.save format."""
     import torch
 
     arch = getattr(model, "edgeattn_arch", None)
@@ -41,6 +62,13 @@ def save_checkpoint(model, path):
             "edgeattn.models.create_model")
     state_dict = {name: tensor.detach().to("cpu").contiguous().clone()
                   for name, tensor in model.state_dict().items()}
+    if os.fspath(path).endswith(".safetensors"):
+        save_file = _import_safetensors("writing .safetensors checkpoints").save_file
+        metadata = {"format": FORMAT_NAME, "format_version": str(FORMAT_VERSION), "arch": arch,
+                    "config": json.dumps(dict(config)), "edgeattn_version": __version__}
+        with atomic_path(path) as tmp:
+            save_file(state_dict, tmp, metadata=metadata)
+        return os.fspath(path)
     payload = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -54,11 +82,14 @@ def save_checkpoint(model, path):
     return os.fspath(path)
 
 
-def load_checkpoint(path, trust_pickle=False, map_location="cpu"):
+def load_checkpoint(path, trust_pickle=False, map_location="cpu", arch=None, key=None):
     """Rebuild the model stored at ``path`` and return it in eval mode.
 
-    ``trust_pickle=True`` additionally accepts whole pickled modules and TorchScript archives (with a warning);
-    those are returned as they were saved.
+    ``arch``: the registered architecture of a state dict (for our own format it must agree with the file).
+    ``key``: the entry of a wrapper dictionary that holds the weights (default: the first of
+    :data:`WRAPPER_KEYS`). ``trust_pickle=True`` additionally accepts whole pickled modules and TorchScript
+    archives (with a warning); those are returned as they were saved. The returned model carries
+    ``edgeattn_source``: where the weights came from (see :func:`describe_source`).
     """
     import torch
 
@@ -69,6 +100,14 @@ def load_checkpoint(path, trust_pickle=False, map_location="cpu"):
         raise EdgeAttnError("checkpoint path is a directory, not a file: {}".format(path))
     if os.path.getsize(path) == 0:
         raise EdgeAttnError("checkpoint {} is empty (0 bytes): truncated or not written".format(path))
+
+    if _is_safetensors(path):
+        tensors, metadata = _read_safetensors(path)
+        if metadata.get("format") == FORMAT_NAME:
+            payload = _payload_from_metadata(path, tensors, metadata)
+            return _model_from_payload(path, payload, map_location, arch=arch, file_format="safetensors")
+        return _model_from_state_dict(path, tensors, arch, key, map_location, "safetensors",
+                                      file_arch=metadata.get("arch"))
 
     kind = _sniff(path)
     if kind == "torchscript":
@@ -85,12 +124,42 @@ def load_checkpoint(path, trust_pickle=False, map_location="cpu"):
         return module.eval()
 
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as error:  # noqa: BLE001 - classified below
         payload = _load_untrusted_or_fail(path, error, kind, trust_pickle, map_location)
         if isinstance(payload, torch.nn.Module):
             return payload.eval()
-    return _model_from_payload(path, payload, map_location)
+    if _is_edgeattn_payload(payload):
+        return _model_from_payload(path, payload, map_location, arch=arch)
+    file_arch = payload.get("arch") if isinstance(payload, dict) else None
+    return _model_from_state_dict(path, payload, arch, key, map_location, "torch", file_arch=file_arch)
+
+
+def describe_source(source):
+    """One line saying where a loaded model's weights came from (``model.edgeattn_source``)."""
+    if not source:
+        return ""
+    parts = []
+    where = os.path.basename(source["path"])
+    if source.get("entry"):
+        where = "{!r} entry of {}".format(source["entry"], where)
+        others = [name for name in source.get("other_entries") or () if name != source["entry"]]
+        if others:
+            where += " (also there: {})".format(", ".join(repr(name) for name in others))
+    parts.append(where)
+    if source.get("stripped"):
+        parts.append("prefix {} stripped".format(" + ".join(repr(p) for p in source["stripped"])))
+    layout = source.get("layout") or "edgeattn"
+    text = "{} layout".format(layout)
+    if source.get("notes"):
+        text += " ({})".format(source["notes"])
+    parts.append(text)
+    parts.append("{} ({})".format(source["arch"], "from the file" if source.get("arch_from") == "file"
+                                  else "--arch" if source.get("arch_from") == "argument" else "checkpoint"))
+    if source.get("num_classes") not in (None, 1000):
+        parts.append("{} classes (from the classifier)".format(source["num_classes"]))
+    return "; ".join(parts)
 
 
 def _first_line(error):
@@ -193,45 +262,283 @@ def _load_untrusted_or_fail(path, error, kind, trust_pickle, map_location):
         raise EdgeAttnError("cannot unpickle {}: {}".format(path, _first_line(trusted_error)))
 
 
-def _model_from_payload(path, payload, map_location="cpu"):
-    import torch
+def _import_safetensors(needed_for):
+    try:
+        import safetensors.torch
+    except ImportError:
+        raise MissingDependencyError("safetensors", needed_for, "install it with `pip install safetensors` (part "
+                                                                "of the export extra)")
+    return safetensors.torch
 
-    from .models import create_model
 
-    if not isinstance(payload, dict):
-        raise EdgeAttnError("{} does not hold an edgeattn checkpoint (found a {})".format(
-            path, type(payload).__name__))
-    if "arch" not in payload or "state_dict" not in payload:
-        if payload and all(isinstance(value, torch.Tensor) for value in payload.values()):
-            raise EdgeAttnError("{} holds a bare state dict without an architecture name; save it with "
-                                "edgeattn.save_checkpoint(model, path) from a model built by create_model".format(path))
-        raise EdgeAttnError("{} is not an edgeattn checkpoint: it lacks the 'arch' and 'state_dict' entries".format(
+def _is_safetensors(path):
+    """A safetensors file: 8-byte little-endian header length, then that many bytes of JSON."""
+    if path.endswith(".safetensors"):
+        return True
+    with open(path, "rb") as handle:
+        head = handle.read(9)
+    if len(head) < 9:
+        return False
+    (length,) = struct.unpack("<Q", head[:8])
+    return head[8:9] == b"{" and 0 < length <= os.path.getsize(path) - 8
+
+
+def _read_safetensors(path):
+    _import_safetensors("reading .safetensors checkpoints")
+    from safetensors import safe_open
+
+    try:
+        with safe_open(path, framework="pt", device="cpu") as handle:
+            metadata = dict(handle.metadata() or {})
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own error types for damaged files
+        raise EdgeAttnError("cannot read safetensors file {}: {}".format(path, _first_line(error)))
+    if not tensors:
+        raise EdgeAttnError("safetensors file {} holds no tensors".format(path))
+    return tensors, metadata
+
+
+def _payload_from_metadata(path, tensors, metadata):
+    try:
+        config = json.loads(metadata.get("config") or "{}")
+        version = int(metadata.get("format_version", FORMAT_VERSION))
+    except ValueError:
+        raise EdgeAttnError("{} is malformed: its edgeattn metadata (config, format_version) does not parse".format(
             path))
+    return {"format": FORMAT_NAME, "format_version": version, "arch": metadata.get("arch"), "config": config,
+            "state_dict": tensors, "edgeattn_version": metadata.get("edgeattn_version")}
+
+
+def _is_edgeattn_payload(payload):
+    return isinstance(payload, dict) and (payload.get("format") == FORMAT_NAME or (
+        "edgeattn_version" in payload and "arch" in payload and "state_dict" in payload))
+
+
+def _model_from_payload(path, payload, map_location="cpu", arch=None, file_format="edgeattn"):
+    """Our own format: arch and config are in the file."""
     version = payload.get("format_version", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise EdgeAttnError("{} uses checkpoint format version {!r}; this edgeattn ({}) reads up to {}".format(
             path, version, __version__, FORMAT_VERSION))
-    arch = payload["arch"]
+    stored_arch = payload.get("arch")
     config = payload.get("config") or {}
-    state_dict = payload["state_dict"]
-    if not isinstance(arch, str) or not isinstance(config, dict) or not isinstance(state_dict, dict):
-        raise EdgeAttnError("{} is malformed: 'arch' must be a string, 'config' and 'state_dict' dictionaries".format(
-            path))
+    state_dict = payload.get("state_dict")
+    if not isinstance(stored_arch, str) or not isinstance(config, dict) or not _is_state_dict(state_dict):
+        raise EdgeAttnError("{} is malformed: 'arch' must be a string, 'config' a dictionary and 'state_dict' a "
+                            "dictionary of tensors".format(path))
+    if arch and arch != stored_arch:
+        raise EdgeAttnError("{} holds a {} model, not {} (drop --arch or pick the right file)".format(
+            path, stored_arch, arch))
+    from .models.layouts import NATIVE
+
+    model = _build_and_load(path, stored_arch, config, state_dict, [NATIVE], map_location)
+    model.edgeattn_source = {"path": path, "format": file_format, "entry": None, "stripped": [],
+                             "layout": None, "arch": stored_arch, "arch_from": "checkpoint"}
+    return model
+
+
+def _is_state_dict(value):
+    import torch
+
+    return isinstance(value, dict) and bool(value) and all(
+        isinstance(name, str) and isinstance(tensor, torch.Tensor) for name, tensor in value.items())
+
+
+def _unwrap(path, payload, key):
+    """(state dict, the wrapper entry it came from or None, the wrapper entries present)."""
+    if not isinstance(payload, dict):
+        raise EdgeAttnError("{} does not hold a state dict or an edgeattn checkpoint (found a {})".format(
+            path, type(payload).__name__))
+    present = [name for name in WRAPPER_KEYS if _is_state_dict(payload.get(name))]
+    if key is not None:
+        if key not in payload:
+            raise EdgeAttnError("{} has no entry {!r} (entries: {})".format(path, key, _listed(
+                [str(name) for name in payload])))
+        if not _is_state_dict(payload[key]):
+            raise EdgeAttnError("entry {!r} of {} is not a dictionary of tensors".format(key, path))
+        return payload[key], key, present
+    if present:
+        return payload[present[0]], present[0], present
+    if _is_state_dict(payload):
+        return payload, None, []
+    tensors = [name for name, value in payload.items() if _is_state_dict(value)]
+    raise EdgeAttnError("{} holds no state dict: none of the entries {} is a dictionary of tensors{}".format(
+        path, "/".join(WRAPPER_KEYS), "; tensors are under {} (pass key=... / --checkpoint-key)".format(
+            _listed([repr(name) for name in tensors])) if tensors else " (entries: {})".format(
+            _listed([str(name) for name in payload]))))
+
+
+def _strip_prefixes(state_dict):
+    """Strip ``module.`` / ``_orig_mod.`` (in any nesting) when every key carries it."""
+    stripped = []
+    changed = True
+    while changed:
+        changed = False
+        for prefix in STRIPPED_PREFIXES:
+            if all(name.startswith(prefix) for name in state_dict):
+                state_dict = {name[len(prefix):]: tensor for name, tensor in state_dict.items()}
+                stripped.append(prefix)
+                changed = True
+    return state_dict, stripped
+
+
+def _model_from_state_dict(path, payload, arch, key, map_location, file_format, file_arch=None):
+    from .models import is_model
+
+    state_dict, entry, present = _unwrap(path, payload, key)
+    state_dict, stripped = _strip_prefixes(state_dict)
+    if isinstance(file_arch, str) and not is_model(file_arch):
+        named = file_arch
+        file_arch = None
+    else:
+        named = None
+    if arch and file_arch and arch != file_arch:
+        raise EdgeAttnError("{} says its architecture is {}, not {} (drop --arch or pick the right file)".format(
+            path, file_arch, arch))
+    chosen = arch or file_arch
+    if not chosen:
+        what = "a bare state dict" if entry is None else "a state dict (in {!r})".format(entry)
+        detail = (" (the file names its architecture {!r}, which is not a registered model)".format(named)
+                  if named else "")
+        raise EdgeAttnError("{} holds {} without an architecture name{}; {}".format(path, what, detail, _ARCH_HINT))
+    from .models.layouts import layouts_for
+
+    model, layout = _build_and_load(path, chosen, {}, state_dict, layouts_for(chosen), map_location,
+                                    return_layout=True, infer_classes=True)
+    model.edgeattn_source = {
+        "path": path, "format": file_format, "entry": entry, "other_entries": present, "stripped": stripped,
+        "layout": layout.name, "layout_source": layout.source, "notes": layout.notes,
+        "config": dict(layout.config), "num_classes": model.edgeattn_config.get("num_classes"), "arch": chosen,
+        "arch_from": "argument" if arch else "file",
+        "tensors": len(state_dict)}
+    return model
+
+
+_META_STATES = {}
+
+
+def _meta_state(arch, config, path):
+    """Names and shapes of ``arch`` built with ``config``, without allocating weights (remembered: the search for
+    a fitting architecture builds every model of a family)."""
+    import torch
+
+    from .models import create_model
+
+    key = (arch, json.dumps(config, sort_keys=True, default=str))
+    if key not in _META_STATES:
+        try:
+            with torch.device("meta"):
+                model = create_model(arch, **config)
+        except EdgeAttnError as error:
+            raise EdgeAttnError("checkpoint {}: {}".format(path, error.format_message()))
+        _META_STATES[key] = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+    return _META_STATES[key]
+
+
+def _build_and_load(path, arch, config, state_dict, layouts, map_location, return_layout=False,
+                    infer_classes=False):
+    """Convert ``state_dict`` with the first of ``layouts`` that fits ``arch`` exactly, check every shape, build
+    the model and load it (strict). Raises one EdgeAttnError line otherwise; nothing is half loaded.
+    ``infer_classes``: a classifier with another number of rows sets ``num_classes`` (foreign state dicts)."""
+    import torch
+
+    from .models import create_model
+
+    conversions = []
+    for layout in layouts:
+        layout_config = dict(config)
+        layout_config.update(layout.config)
+        expected = _meta_state(arch, layout_config, path)
+        conversion = layout.convert(state_dict, expected)
+        conversions.append(conversion)
+        if conversion.fits:
+            break
+    else:
+        raise EdgeAttnError(_mismatch_message(path, arch, conversions, state_dict))
+    if conversion.bad_join is not None:
+        sources, shapes = conversion.bad_join
+        raise EdgeAttnError("checkpoint {}: {} cannot be joined (shapes {})".format(
+            path, " + ".join(sources), ", ".join(str(s) for s in shapes)))
+    classes = _class_count(conversion.state_dict, expected, layout_config) if infer_classes else None
+    if classes is not None:
+        # A fine-tuned classifier: only the rows of the head differ, so the class count is read from them.
+        layout_config["num_classes"] = classes
+        expected = _meta_state(arch, layout_config, path)
+    for name, shape in expected.items():
+        stored = tuple(conversion.state_dict[name].shape)
+        if stored != shape:
+            source = conversion.source_name(name)
+            label = name if source == name else "{} (-> {})".format(source, name)
+            raise EdgeAttnError("checkpoint {} does not match architecture {}: {} has shape {}, expected {}{}".format(
+                path, arch, label, stored, shape, _suggestion(arch, state_dict)))
     try:
         # Build without storage first: random initialisation of a large model costs more than loading it.
         with torch.device("meta"):
-            model = create_model(arch, **config)
+            model = create_model(arch, **layout_config)
     except EdgeAttnError as error:
         raise EdgeAttnError("checkpoint {}: {}".format(path, error.format_message()))
-    _check_keys(path, arch, model, state_dict)
-    persistent = set(model.state_dict())
-    if any(name not in persistent for name, _ in model.named_buffers()):
+    if any(name not in expected for name, _ in model.named_buffers()):
         # non-persistent buffers are computed at construction and absent from the file: build for real
-        model = create_model(arch, **config)
+        model = create_model(arch, **layout_config)
     else:
         model = model.to_empty(device=_device_of(map_location))
-    model.load_state_dict(state_dict, strict=True)
-    return model.eval()
+    model.load_state_dict(conversion.state_dict, strict=True)
+    model = model.eval()
+    return (model, conversion.layout) if return_layout else model
+
+
+def _class_count(state_dict, expected, config):
+    """The class count of a checkpoint whose only shape differences are the first dimension of tensors that have
+    ``num_classes`` rows (the classifier's weight and bias), all with the same new count; else None."""
+    default = config.get("num_classes", 1000)
+    counts = set()
+    for name, shape in expected.items():
+        stored = tuple(state_dict[name].shape)
+        if stored == shape:
+            continue
+        if not shape or shape[0] != default or len(stored) != len(shape) or stored[1:] != shape[1:]:
+            return None
+        counts.add(stored[0])
+    if len(counts) != 1:
+        return None
+    count = counts.pop()
+    return count if count > 0 else None
+
+
+def _mismatch_message(path, arch, conversions, state_dict):
+    closest = max(conversions, key=lambda conversion: conversion.matched)
+    parts = []
+    if closest.missing:
+        parts.append("{} missing keys: {}".format(len(closest.missing), _listed(closest.missing)))
+    if closest.unmatched:
+        parts.append("{} unexpected keys: {}".format(len(closest.unmatched), _listed(closest.unmatched)))
+    tried = ", ".join(conversion.layout.name for conversion in conversions)
+    if len(conversions) > 1:
+        tried += " (closest: {}, {} of {} keys placed)".format(closest.layout.name, closest.matched,
+                                                            len(state_dict))
+    return "checkpoint {} does not match architecture {}: {}; layouts tried: {}{}".format(
+        path, arch, "; ".join(parts), tried, _suggestion(arch, state_dict))
+
+
+def _suggestion(arch, state_dict):
+    """" (the weights fit X: --arch X)" when another registered model of the same family takes them exactly."""
+    from .models import list_models, model_info
+    from .models.layouts import layouts_for
+
+    family = model_info(arch)["family"]
+    for other in list_models():
+        if other == arch or model_info(other)["family"] != family:
+            continue
+        for layout in layouts_for(other):
+            try:
+                expected = _meta_state(other, dict(layout.config), "")
+            except EdgeAttnError:
+                break
+            conversion = layout.convert(state_dict, expected)
+            if conversion.fits and all(tuple(conversion.state_dict[name].shape) == shape
+                                       for name, shape in expected.items()):
+                return " (the weights fit {0} in the {1} layout: --arch {0})".format(other, layout.name)
+    return ""
 
 
 def _device_of(map_location):
@@ -247,21 +554,3 @@ def _listed(keys):
     if len(keys) > _KEY_LIST_LIMIT:
         shown += " (+{} more)".format(len(keys) - _KEY_LIST_LIMIT)
     return shown
-
-
-def _check_keys(path, arch, model, state_dict):
-    expected = model.state_dict()
-    missing = [key for key in expected if key not in state_dict]
-    unexpected = [key for key in state_dict if key not in expected]
-    if missing or unexpected:
-        parts = []
-        if missing:
-            parts.append("missing keys: {}".format(_listed(missing)))
-        if unexpected:
-            parts.append("unexpected keys: {}".format(_listed(unexpected)))
-        raise EdgeAttnError("checkpoint {} does not match architecture {}: {}".format(path, arch, "; ".join(parts)))
-    for key, tensor in expected.items():
-        stored = state_dict[key]
-        if not hasattr(stored, "shape") or tuple(stored.shape) != tuple(tensor.shape):
-            raise EdgeAttnError("checkpoint {} does not match architecture {}: {} has shape {}, expected {}".format(
-                path, arch, key, tuple(getattr(stored, "shape", ())), tuple(tensor.shape)))

@@ -34,9 +34,15 @@ def default_output(model, arch, plugins, target):
                    ".noplugins.onnx for --no-plugins, in the current directory).")
 @click.option("--arch", metavar="NAME",
               help="Registry model to export with random weights (seeded) when no MODEL file is given; with a "
-                   "file, the architecture it must hold.")
+                   "state dict (bare, in a model/state_dict/model_ema/state_dict_ema/module entry, or "
+                   ".safetensors; timm, official or edgeattn key layout), its architecture; with an edgeattn "
+                   "checkpoint, the architecture it must hold.")
+@click.option("--checkpoint-key", metavar="KEY", default=None,
+              help="Entry of the checkpoint dictionary that holds the weights (default: the first of model, "
+                   "state_dict, model_ema, state_dict_ema, module).")
 @click.option("--resolution", type=int, default=None, metavar="PIXELS",
-              help="Square input size (default: the checkpoint's, 224 for a registry model).")
+              help="Square input size (default: the checkpoint's; a registry model's own, 224 or 384 for "
+                   "vit_base_patch16_384*).")
 @click.option("--batch", default="1", metavar="N|dynamic", show_default=True,
               help="Static batch size, or 'dynamic' for a named batch axis.")
 @click.option("--opset", type=int, default=17, show_default=True,
@@ -54,8 +60,9 @@ def default_output(model, arch, plugins, target):
                    "before writing the file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for random weights and test inputs.")
 @click.option("--summary-json", metavar="FILE", help="Also write the export summary as JSON.")
-def export(model, output, arch, resolution, batch, opset, plugins, target, trust_pickle, check, seed, summary_json):
-    """Export MODEL (a checkpoint from edgeattn.save_checkpoint), or --arch NAME with random weights, to ONNX.
+def export(model, output, arch, checkpoint_key, resolution, batch, opset, plugins, target, trust_pickle, check, seed,
+           summary_json):
+    """Export MODEL (an edgeattn checkpoint, or a state dict with --arch), or --arch NAME with random weights.
 
     Each efficient-attention core becomes one node of domain trt.plugins (op_type, attributes, plugin_version
     and plugin_namespace from export/schemas). The file is written only after every check passed (nothing is
@@ -66,6 +73,7 @@ def export(model, output, arch, resolution, batch, opset, plugins, target, trust
       edgeattn export --arch cswin_t24181_elfatt -o elfatt.onnx
       edgeattn export model.pt --target tensorrt --opset 13 -o model.trt.onnx
       edgeattn export --arch cswin_t24181_elfatt --no-plugins -o elfatt.std.onnx
+      edgeattn export efficientvit_b0.safetensors --arch efficientvit_b0 -o b0.onnx   # a timm checkpoint
     """
     from ..export.exporter import check_options, export_onnx, load_model
 
@@ -78,13 +86,34 @@ def export(model, output, arch, resolution, batch, opset, plugins, target, trust
     path = output or default_output(model, arch, plugins, target)
     if model and os.path.exists(path) and os.path.samefile(path, model):
         raise EdgeAttnError("the output {} would overwrite the checkpoint; pick another -o".format(path))
-    loaded, size = load_model(model or None, arch=arch, img_size=resolution, trust_pickle=trust_pickle, seed=seed)
-    summary = export_onnx(loaded, path, img_size=size, batch=batch_value, opset=opset, plugins=plugins,
-                          target=target, check=check, seed=seed)
-    click.echo("\n".join(summary.lines()))
+    from .._io import check_output_path
+
+    for destination in (path, summary_json):  # before the export, not after minutes of it
+        if destination:
+            check_output_path(destination)
+    if checkpoint_key and not model:
+        raise EdgeAttnError("--checkpoint-key needs a checkpoint file MODEL")
+    from ..progress import Progress
+
+    with Progress("edgeattn export") as progress:  # the steps on a terminal, nothing in pipes
+        progress.step("loading {}".format(model or arch))
+        loaded, size = load_model(model or None, arch=arch, img_size=resolution, trust_pickle=trust_pickle,
+                                  seed=seed, checkpoint_key=checkpoint_key)
+        summary = export_onnx(loaded, path, img_size=size, batch=batch_value, opset=opset, plugins=plugins,
+                              target=target, check=check, seed=seed, progress=progress.step)
+    source = getattr(loaded, "edgeattn_source", None)
+    lines = summary.lines()
+    if source:
+        from ..checkpoint import describe_source
+
+        lines.insert(1, "  weights   {}".format(describe_source(source)))
+    click.echo("\n".join(lines))
     if summary_json:
         from .._io import write_json
 
-        write_json(summary_json, summary.to_dict())
+        record = summary.to_dict()
+        if source:
+            record["weights"] = dict(source)
+        write_json(summary_json, record)
     return summary
 

@@ -14,9 +14,8 @@ file behind):
 4. checks (``check=True``): ``onnx.checker`` with ``full_check`` (strict shape and type inference included) and
    ONNX Runtime CPU vs PyTorch: relative error = max|ort - torch| / max|torch| over the logits must be <= 1e-4
    (FP32);
-5. target "ort" writes that model; target "tensorrt" writes the same bytes without the functions
-   (:func:`edgeattn.onnx_wire.strip_local_functions`, the same code ``edgeattn build`` uses) and with the IR
-   version the exporter chose.
+5. target "ort" writes that model; target "tensorrt" writes the exported bytes with the metadata but without the
+   functions, and with the IR version the exporter chose.
 """
 import collections
 import io
@@ -266,7 +265,7 @@ def check_model(model_bytes, images, expected, *, rel_limit=None):
 
 
 def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=True, target="ort", check=True,
-                seed=0):
+                seed=0, progress=None):
     """Export ``model`` (an edgeattn model, eval mode) to ``path`` and return an :class:`ExportSummary`.
 
     ``batch``: a positive int (static) or "dynamic" (the batch axis is named ``batch``). ``plugins``: emit the
@@ -274,7 +273,9 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
     "tensorrt" drops them (TensorRT 9.0-10.6 would inline them instead of calling the plugin). ``check``: run
     onnx.checker, shape inference and ORT CPU parity (<= 1e-4 relative, FP32) before writing anything.
     Raises EdgeAttnError for every user-caused failure; no file is left at ``path`` on failure.
+    ``progress(message)`` is told each step.
     """
+    say = progress or (lambda message: None)
     started = time.perf_counter()
     check_options(opset, target, batch, img_size)
     _import("torch", "edgeattn export")
@@ -287,9 +288,11 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
     dynamic = batch == "dynamic"
     trace_batch = 2 if dynamic else batch
     images = _random_images(trace_batch, img_size, seed)
+    say("PyTorch reference forward")
     with torch.no_grad(), use_plugin_ops(False):
         expected = model(images)  # also rejects a resolution the model cannot take before any export work
 
+    say("tracing to ONNX (opset {})".format(opset))
     torch_bytes = torch_to_onnx_bytes(model, images, opset=opset, plugins=plugins, dynamic_batch=dynamic)
     model_proto = onnx.load_from_string(torch_bytes)
     if dynamic and _pin_output_dims(model_proto, expected.shape):
@@ -300,6 +303,7 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
     from .functions import build_functions
 
     # The functions are built for the tensorrt target too: the ORT parity check runs on them.
+    say("model-local functions for {} custom node(s)".format(count))
     functions = build_functions(model_proto)
     exported_ir = int(model_proto.ir_version)
     metadata = _metadata(model_proto, arch, img_size, plugins)
@@ -313,17 +317,16 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
             check_images = _random_images(trace_batch + 1, img_size, seed + 1)
             with torch.no_grad(), use_plugin_ops(False):
                 expected = model(check_images)
+        say("onnx.checker and ONNX Runtime parity")
         parity, checks = check_model(model_bytes, check_images, expected)
     checked = time.perf_counter()
 
     ir_version = max(exported_ir, 8) if functions else exported_ir
     if target == "tensorrt":
-        from ..onnx_wire import strip_local_functions
-
         # Without functions the file needs only the IR version the exporter chose (7 at opset 13, what the
         # TensorRT 8.2 parser on the Nano was built against); the functions alone had raised it to 8.
         ir_version = exported_ir
-        model_bytes = strip_local_functions(model_bytes) + _addendum([], exported_ir, {})
+        model_bytes = torch_bytes + _addendum([], None, metadata)
     with atomic_write(path, "wb") as handle:
         handle.write(model_bytes)
 
@@ -338,9 +341,10 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
         check_s=checked - exported, total_s=time.perf_counter() - started)
 
 
-def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, seed=0):
-    """The model to export and its resolution: a checkpoint (``model_path``), or ``arch`` with random weights
-    (seeded). ``img_size`` None means the checkpoint's own resolution (224 for a registry model)."""
+def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, seed=0, checkpoint_key=None):
+    """The model to export and its resolution: a checkpoint (``model_path``; ``arch`` names the architecture of a
+    state dict, ``checkpoint_key`` its wrapper entry), or ``arch`` with random weights (seeded). ``img_size``
+    None means the checkpoint's own resolution (a registry model's default: 224, 384 for the ViT-B/16-384s)."""
     _import("torch", "edgeattn export")
     import torch
 
@@ -351,13 +355,13 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
             raise EdgeAttnError("give a checkpoint file, or --arch NAME for a registry model with random weights")
         if not is_model(arch):
             create_model(arch)  # raises the registry's "unknown model architecture" line with suggestions
-        size = 224 if img_size is None else img_size
         torch.manual_seed(seed)
-        return create_model(arch, img_size=size).eval(), size
+        model = create_model(arch, img_size=img_size)  # None: the architecture's default resolution
+        return model.eval(), model.edgeattn_config["img_size"]
 
     from ..checkpoint import load_checkpoint
 
-    model = load_checkpoint(model_path, trust_pickle=trust_pickle)
+    model = load_checkpoint(model_path, trust_pickle=trust_pickle, arch=arch, key=checkpoint_key)
     stored_arch = getattr(model, "edgeattn_arch", None)
     if arch and stored_arch and arch != stored_arch:
         raise EdgeAttnError("{} holds a {} model, not {} (drop --arch or pick the right file)".format(
@@ -377,5 +381,6 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
         target = rebuilt.state_dict()
         if set(stored) == set(target) and all(stored[k].shape == target[k].shape for k in stored):
             rebuilt.load_state_dict(stored, strict=True)
+            rebuilt.edgeattn_source = getattr(model, "edgeattn_source", None)
             return rebuilt.eval(), img_size
     return model, img_size

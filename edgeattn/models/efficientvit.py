@@ -21,6 +21,10 @@ from alpha, beta, gamma and are unexplained (digest section 3.3), so they are no
 the B1/B2/B3 backbones.
 
 Any input resolution of at least 32 works (every conv is 'same'-padded); the reported numbers are at 224.
+
+Parameter names are those of the EfficientViT code's modules; checkpoints from timm (``efficientvit_b0..b3``) and
+mit-han-lab load through :mod:`edgeattn.models.layouts.efficientvit`. timm's LiteMLA uses ``eps=1e-5`` where the
+EfficientViT code uses 1e-15, so a timm checkpoint builds the model with ``eps=1e-5`` (config key ``eps``).
 """
 import torch.nn as nn
 

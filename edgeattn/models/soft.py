@@ -27,6 +27,9 @@ released config. The released code has no Small/Medium/Large of the IJCV Table 1
 NeurIPS v1 models, 24M/45M/64M), so those follow Table 1 (widths 96/96/128 x (1, 2, 4, 8), depths 2-2-5-2 /
 2-2-18-2 / 2-2-18-2) with Table 1's SOFT blocks in stage 4, which reproduces 27.2 / 48.4 / 85.2 M (reported
 27 / 48 / 85 M); with the released softmax stage 4 they would be 28.4 / 49.6 / 87.3 M.
+The released soft_norm_small/medium/large configurations (depths 1-3-20-4, 1-3-29-5, 1-3-40-5, whose weights
+are public) are registered under those names in :mod:`edgeattn.models.released`; fudan-zvg checkpoints load through
+:mod:`edgeattn.models.layouts.soft`.
 
 MACs: the paper's FLOPs leave out the Newton-Raphson iterations (digest 1.3: Tiny ~1.93 G without NR); our
 counter includes them in ``total`` and reports them as ``iterative`` (newton_raphson_macs in ``edgeattn

@@ -166,3 +166,86 @@ def test_torchscript_needs_trust(model, tmp_path):
         loaded = load_checkpoint(path, trust_pickle=True)
     with torch.inference_mode():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_bare_state_dict_with_arch(tmp_path):
+    torch.manual_seed(1)
+    default = create_model(ARCH).eval()
+    path = tmp_path / "state_dict.pt"
+    torch.save(default.state_dict(), path)
+    loaded = load_checkpoint(path, arch=ARCH)
+    assert loaded.edgeattn_source["layout"] == "edgeattn" and loaded.edgeattn_source["entry"] is None
+    x = torch.randn(1, 3, 224, 224)
+    with torch.inference_mode():
+        assert torch.equal(loaded(x), default(x))
+
+
+def test_bare_state_dict_of_other_config_is_refused(model, tmp_path):
+    """A state dict carries no config: the fixture's 1-block ViT does not fit the default vit_tiny_elfatt, and is
+    refused rather than half loaded."""
+    path = tmp_path / "state_dict.pt"
+    torch.save(model.state_dict(), path)
+    message = _error(path, arch=ARCH)
+    assert "does not match architecture {}".format(ARCH) in message and "missing keys: blocks.1." in message
+
+
+def test_arch_argument_must_agree_with_our_format(saved):
+    assert "holds a vit_tiny_elfatt model, not vit_tiny_softmax" in _error(saved, arch="vit_tiny_softmax")
+
+
+def test_safetensors_roundtrip(model, tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_checkpoint(model, path)
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as handle:
+        assert handle.metadata()["arch"] == ARCH
+    loaded = load_checkpoint(path)
+    assert loaded.edgeattn_config == model.edgeattn_config
+    x = torch.randn(1, 3, 224, 224)
+    with torch.inference_mode():
+        assert torch.equal(model(x), loaded(x))
+
+
+def test_safetensors_without_extension_is_recognised(model, tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_checkpoint(model, path)
+    renamed = tmp_path / "weights.bin"
+    os.rename(path, renamed)
+    assert load_checkpoint(renamed).edgeattn_arch == ARCH
+
+
+def test_damaged_safetensors(model, tmp_path):
+    path = tmp_path / "model.safetensors"
+    save_checkpoint(model, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    assert "cannot read safetensors file" in _error(path)
+
+
+def test_pickled_class_inside_a_wrapper_needs_trust(tmp_path):
+    """Only argparse.Namespace is allowed besides tensors; any other class in the file (here a pathlib path in a
+    training script's metadata) still needs trust_pickle."""
+    import pathlib
+
+    path = tmp_path / "train.pt"
+    torch.save({"state_dict": create_model(ARCH).state_dict(), "output_dir": pathlib.PurePosixPath("/runs")}, path)
+    message = _error(path, arch=ARCH)
+    assert "pickled Python objects" in message and "pathlib" in message
+    with pytest.warns(UserWarning, match="trust_pickle=True"):
+        loaded = load_checkpoint(path, arch=ARCH, trust_pickle=True)
+    assert loaded.edgeattn_source["entry"] == "state_dict"
+
+
+def test_dict_without_tensors(tmp_path):
+    path = tmp_path / "meta.pt"
+    torch.save({"epoch": 3, "note": "no weights"}, path)
+    assert "holds no state dict" in _error(path, arch=ARCH)
+
+
+def test_prefix_is_stripped_only_when_every_key_has_it(model, tmp_path):
+    state = {"module." + key: value for key, value in model.state_dict().items()}
+    state["head.extra"] = torch.zeros(1)
+    path = tmp_path / "mixed.pt"
+    torch.save(state, path)
+    assert "unexpected keys: module." in _error(path, arch=ARCH)
