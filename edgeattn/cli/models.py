@@ -13,7 +13,8 @@ def _fmt_count(value, unit, scale, digits):
 
 
 def _paper_cells(paper, resolution):
-    params = paper.get("params") or "-"
+    # a paper may print another parameter count at another resolution (position encodings sized by the map)
+    params = (paper.get("params_at") or {}).get(str(resolution)) or paper.get("params") or "-"
     macs = (paper.get("macs") or {}).get(str(resolution))
     return params, ("/".join(macs) if macs else "-")
 

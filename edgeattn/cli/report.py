@@ -1,26 +1,62 @@
-"""``edgeattn report DIR [--baseline MODEL]``: tables and plots from a sweep directory."""
+"""``edgeattn report DIR [--baseline MODEL]``: tables and plots from a sweep directory (or from an ops
+benchmark's JSON file)."""
+import os
+
 import click
 
 
 @click.command(name="report")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", metavar="DIR|OPS.json", type=click.Path())
 @click.option("--baseline", default=None,
               help="Model to compare against in every mode (speedup = FPS / FPS of this model). The ELFATT "
                    "paper's speedup ratio (vs the slowest model of each mode) is always reported too.")
 @click.option("--no-html", is_flag=True, help="Write report.md only (no report.html).")
-@click.option("--no-plots", is_flag=True, help="Skip the PNG/SVG plots.")
-def report(directory, baseline, no_html, no_plots):
+@click.option("--no-plots", is_flag=True, help="Skip the PNG/SVG plots (no matplotlib needed).")
+@click.option("--preset", default=None, metavar="NAME",
+              help="Also print the paper table NAME (elfatt-table8, elfatt-table9) beside this sweep's numbers; "
+                   "automatic for a sweep run with `edgeattn sweep --preset`.")
+def report(directory, baseline, no_html, no_plots, preset):
     """Write DIR/report.md, DIR/report.html and DIR/plots/*.png|svg from DIR/results.json.
 
     Tables per precision: throughput per mode (mean ± std over repeats), speedup vs --baseline, the speedup
     ratio vs the slowest model in each mode (each table says which), mean power, energy per item and items/s
-    per watt. Plots like the ELFATT paper's Fig. 4: FPS vs power mode, speedup vs power mode, FPS per watt.
-    The throughput and speedup tables are also printed.
-    """
-    from ..report import build_report, summary_markdown
+    per watt. Plots (matplotlib: pip install 'edgeattn[report]'): the ELFATT paper's Fig. 4 view, throughput and
+    energy per item across the power modes with one line per model, and the speedup chart naming its baseline;
+    error bars are ± one sample standard deviation over the repeats. report.md embeds the PNGs, report.html the
+    SVGs. The throughput and speedup tables are also printed.
 
+    Given the JSON of `edgeattn ops-bench --json` (or benchmarks/ops_cpu.py) instead of a directory, it writes
+    OPS.report.md and plots/OPS_latency_vs_tokens.png|svg beside it: median latency against tokens on log-log
+    axes, one line per operator, interquartile range as error bars.
+    """
+    from ..errors import EdgeAttnError
+    from ..report import build_ops_report, build_report, ops_summary_markdown, summary_markdown
+
+    if os.path.isfile(directory):
+        if baseline:
+            raise EdgeAttnError("--baseline applies to sweep directories, not to an ops benchmark file")
+        if no_plots:
+            raise EdgeAttnError("an ops benchmark report is its plot; --no-plots applies to sweep directories")
+        if preset:
+            raise EdgeAttnError("--preset applies to sweep directories, not to an ops benchmark file")
+        from ..report import load_ops_record
+
+        written = build_ops_report(directory)
+        click.echo(ops_summary_markdown(load_ops_record(directory)))
+        click.echo("")
+        for path in written:
+            click.echo("wrote " + path)
+        return
+
+    from ..report.paper_tables import paper_table_markdown, write_paper_table
+
+    paper_markdown = paper_table_markdown(directory, preset)  # before anything is written: a bad preset is an error
     written = build_report(directory, baseline=baseline, html=not no_html, plots=not no_plots)
     click.echo(summary_markdown(directory, baseline=baseline))
     click.echo("")
+    if paper_markdown:
+        click.echo(paper_markdown)
+        click.echo("")
+        written.append(write_paper_table(directory, paper_markdown))
     for path in written:
         click.echo("wrote " + path)

@@ -7,15 +7,19 @@
     list_models("cswin*")
 
 Registered families (each module's docstring gives the architecture, its sources and every config key):
-:mod:`~edgeattn.models.cswin` (CSWin-T24181 / B36292: GLOBAL, LOCAL, EFFATT, ELFATT),
+:mod:`~edgeattn.models.cswin` (CSWin-T24181 / B36292: GLOBAL, LOCAL, EFFATT, ELFATT, Agent, FLatten),
+:mod:`~edgeattn.models.swin` (Swin-T / Swin-B in the same six variants),
 :mod:`~edgeattn.models.efficientvit` (EfficientViT-B0..B3, QT-ViT-1..3),
 :mod:`~edgeattn.models.soft` (SOFT++ Tiny..Large), :mod:`~edgeattn.models.flurka` (FLuRKA on T2T-ViT-7),
-:mod:`~edgeattn.models.vit` (tiny ViTs for fast tests). Parameter and MAC counts:
-:mod:`edgeattn.models.complexity`.
+:mod:`~edgeattn.models.vit` (ViT-B/16 with the Multi-Spot substitution, tiny ViTs for fast tests), and the
+released configurations with public weights (:mod:`~edgeattn.models.released`: CSWin-T/S/B/L, SOFT++
+Small/Medium/Large as released). Official checkpoint
+key layouts: :mod:`edgeattn.models.layouts`. Parameter and MAC counts: :mod:`edgeattn.models.complexity`.
 """
 from ._registry import create_model, is_model, list_models, model_info, register_model
 
 # Importing the family modules registers their architectures.
-from . import cswin, efficientvit, flurka, soft, vit  # noqa: F401,E402  isort:skip
+from . import cswin, efficientvit, flurka, soft, swin, vit  # noqa: F401,E402  isort:skip
+from . import released  # noqa: F401,E402  isort:skip  (after the families it builds on)
 
 __all__ = ["create_model", "is_model", "list_models", "model_info", "register_model"]

@@ -30,6 +30,12 @@ class ModelEntry(object):
         doc = inspect.getdoc(self.builder) or ""
         return doc.strip().splitlines()[0] if doc.strip() else self.name
 
+    @property
+    def default_img_size(self):
+        """The builder's own default resolution (384 for the ViT-B/16-384 family, 224 for the rest)."""
+        parameter = inspect.signature(self.builder).parameters.get("img_size")
+        return parameter.default if parameter is not None and isinstance(parameter.default, int) else 224
+
     def config_keys(self):
         """Keyword arguments the builder accepts besides img_size and num_classes, with their defaults."""
         keys = {}
@@ -101,8 +107,9 @@ def _jsonable(value):
     return value
 
 
-def create_model(name, img_size=224, num_classes=1000, **cfg):
-    """Build the registered architecture ``name`` for ``img_size`` x ``img_size`` RGB input.
+def create_model(name, img_size=None, num_classes=1000, **cfg):
+    """Build the registered architecture ``name`` for ``img_size`` x ``img_size`` RGB input (None: the builder's
+    default, 224 for most models).
 
     Raises EdgeAttnError for an unknown name, an unknown or malformed config key, or an input resolution the
     architecture's structure cannot take (the message names the constraint).
@@ -115,6 +122,8 @@ def create_model(name, img_size=224, num_classes=1000, **cfg):
             "{} does not take config key(s) {}; accepted keys: {}".format(
                 name, ", ".join(unknown), ", ".join(sorted(accepted)) or "none")
         )
+    if img_size is None:
+        img_size = entry.default_img_size
     if isinstance(img_size, bool) or not isinstance(img_size, int) or img_size <= 0:
         raise EdgeAttnError("{}: img_size must be a positive integer, got {!r}".format(name, img_size))
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:

@@ -41,7 +41,8 @@ _FORMULAS = {}
 #: the attention nn.Modules of edgeattn.ops (a model using one without a formula here is a bug, not a zero)
 _OPS_ATTENTION_MODULES = ("MultiHeadSoftmaxAttention", "CrossShapedWindowAttention", "BlockifyAttention",
                           "EfficientAttention", "ELFATTAttention", "LiteMLA", "SOFTAttention", "FLuRKAAttention",
-                          "MultiSpotAttention")
+                          "MultiSpotAttention", "ShiftedWindowAttention", "AgentAttention", "FocusedLinearAttention",
+                          "ViTAttention")
 
 
 def count_params(model):
@@ -246,6 +247,72 @@ def _cswin(module, x, hw, tally):
     tally.add_core(module, b * macs, softmax=True)
     for branch in module.attns:
         tally.add_functional(branch.get_v, b * n * branch.get_v.in_channels * 9)
+
+
+@formula("ShiftedWindowAttention")
+def _swin_window(module, x, hw, tally):
+    # every token of the (shift-invariant) padded map attends to the L = ws^2 tokens of its window: 2 * Np * L * C
+    b, _, c = x.shape
+    window, _, padded_h, padded_w = module.geometry(*hw)
+    tally.add_core(module, b * 2 * padded_h * padded_w * window * window * c, softmax=True)
+
+
+@formula("AgentAttention")
+def _agent(module, x, hw, tally):
+    # A agents: A K^T and its product with V (2 * A * N * C), then Q A^T and its product with the agent values
+    # (2 * N * A * C); the agent biases carry a bias term, so this is not a FlashAttention core (the ELFATT paper's
+    # Agent rows keep it in the FA column). DWC: 9 MACs per channel and token.
+    b, n, c = x.shape
+    tally.add_core(module, b * 4 * n * module.agent_num * c)
+    tally.add_functional(module.dwc, b * n * c * 9)
+
+
+@formula("FocusedLinearAttention")
+def _flatten(module, x, hw, tally):
+    # per head phi(k)^T v and phi(q) (phi(k)^T v): 2 * N * d * C; the normaliser phi(q) . mean phi(k): N * C.
+    # DWC k x k over d channels for each of the h heads: N * C * k^2; LePE (CSWin variant): 9 * N * C.
+    b, n, c = x.shape
+    d = c // module.num_heads
+    tally.add_core(module, b * (2 * n * d * c + n * c))
+    k = module.dwc.kernel_size
+    tally.add_functional(module.dwc, b * n * c * k[0] * k[1])
+    if module.get_v is not None:
+        tally.add_functional(module.get_v, b * n * c * 9)
+
+
+def multi_spot_macs(tokens, prefix, channels, region_size, topk, pools):
+    """MACs of one Multi-Spot core (softmax mode) per image: region representatives scored against the P + N keys
+    (when topk) and against the pooled keys of top-k pooled levels, then every map query against its region's
+    topk + pooled keys (scores and weighted sum), and the P prefix queries against all P + N keys.
+    ``pools``: (pooled token count, top-k or None) per level."""
+    regions = tokens // (region_size * region_size)
+    selected = topk + sum(count if level_topk is None else level_topk for count, level_topk in pools)
+    macs = 2 * tokens * selected * channels + 2 * prefix * (prefix + tokens) * channels
+    if topk:
+        macs += regions * (prefix + tokens) * channels
+    macs += sum(regions * count * channels for count, level_topk in pools if level_topk is not None)
+    return macs
+
+
+@formula("MultiSpotAttention")
+def _multispot(module, x, hw, tally):
+    b, n, c = x.shape
+    pools = [(n // (p * p), kt) for p, kt in zip(module.pool_sizes, module.pool_topk)]
+    tally.add_core(module, b * multi_spot_macs(n, 0, c, module.region_size, min(module.topk, n), pools))
+
+
+@formula("ViTAttention")
+def _vit_attention(module, x, hw, tally):
+    # softmax over all 1 + H*W tokens (2 * N^2 * C, a FlashAttention core), or the Multi-Spot core
+    b, n, c = x.shape
+    if module.multispot is None:
+        tally.add_core(module, b * 2 * n * n * c, softmax=True)
+        return
+    spot = module.multispot
+    tokens = n - module.prefix_tokens
+    pools = [(tokens // spot["pool_side"] ** 2, None)] if spot.get("pool_side") else []
+    tally.add_core(module, b * multi_spot_macs(tokens, module.prefix_tokens, c, spot["region_size"], spot["topk"],
+                                               pools))
 
 
 @formula("LiteMLA")

@@ -1,4 +1,5 @@
-"""CSWin-T24181 and CSWin-B36292 with the attention variants of the ELFATT paper (GLOBAL, LOCAL, EFFATT, ELFATT).
+"""CSWin-T24181 and CSWin-B36292 with the attention variants of the ELFATT paper (GLOBAL, LOCAL, EFFATT, ELFATT,
+Agent, FLatten).
 
 Architecture (CSWin, Dong et al. CVPR 2022; the 2-4-18-1 "24181" tiny variant as defined in the FLatten /
 Agent-Attention repositories and used by ELFATT, digest operators-elfatt-qtvit.md section 2.1):
@@ -17,6 +18,10 @@ Every attention module comes from :mod:`edgeattn.ops` (qkv projection, core, LeP
   ``split_size`` per stage, LePE); the last stage is always the full-map path, as in CSWin;
 * EFFATT: :class:`~edgeattn.ops.efficient_attention.EfficientAttention` (ELFATT with c1 = c) with full-map LePE;
 * ELFATT: :class:`~edgeattn.ops.elfatt.ELFATTAttention` (c1 = c2 by default).
+* Agent / FLatten: the official ``AABB`` / ``LLSS`` layouts of LeapLabTHU's Agent-Attention / FLatten-Transformer
+  (agent attention, :class:`~edgeattn.ops.agent.AgentAttention`, agents 9-16-49-49, or focused linear attention,
+  :class:`~edgeattn.ops.flatten.FocusedLinearAttention`, on the full map in stages 1-2; CSWin LOCAL stripes in
+  stages 3-4). Their per-position parameters tie them to the resolution they are built for.
 
 EFFATT and ELFATT use the paper's hybrid third stage: VaniATT (= the GLOBAL module) and ELFATT alternate,
 VaniATT first ("VaniATT-ELFATT-...-VaniATT-ELFATT", ELFATT paper section IV-E). The ELFATT paper's MACs only
@@ -37,9 +42,11 @@ import math
 import torch.nn as nn
 
 from ..errors import EdgeAttnError
+from ..ops.agent import AgentAttention
 from ..ops.cswin import CrossShapedWindowAttention
 from ..ops.efficient_attention import EfficientAttention
 from ..ops.elfatt import ELFATTAttention
+from ..ops.flatten import FocusedLinearAttention
 from ..ops.softmax import MultiHeadSoftmaxAttention
 from ._layers import (ConvTokenEmbed, PreNormBlock, check_divisible, check_image, conv_out, init_weights,
                       tokens_to_map)
@@ -61,7 +68,7 @@ def stage_maps(img_size):
     return sides
 
 
-def _softmax_blocks(pattern, depth, stage):
+def softmax_blocks(pattern, depth, stage):
     """Indices of the blocks of a stage that use VaniATT (global softmax) instead of ELFATT/EFFATT."""
     if isinstance(pattern, str):
         if pattern not in HYBRID_PATTERNS:
@@ -91,12 +98,14 @@ class CSWinTransformer(nn.Module):
     """CSWin backbone + classifier; ``block_kinds[stage][block]`` picks each block's attention module.
 
     Kinds: "global" (full softmax + LePE), "local" (cross-shaped stripes), "local_last" (CSWin's full-map
-    last-stage branch), "effatt", "elfatt".
+    last-stage branch), "effatt", "elfatt", "agent" (agent attention on the full map, ``agent_num[stage]``
+    agents), "flatten" (focused linear attention on the full map + LePE).
     ``windows[stage]`` is the ELFATT window side (for "elfatt" blocks) or the stripe width (for "local").
     """
 
     def __init__(self, arch, img_size, num_classes, embed_dim, depths, num_heads, block_kinds, windows,
-                 mlp_ratio=4.0, qkv_bias=True, global_ratio=0.5, lepe=True, padding="none"):
+                 mlp_ratio=4.0, qkv_bias=True, global_ratio=0.5, lepe=True, padding="none",
+                 agent_num=(9, 16, 49, 49)):
         super().__init__()
         self.arch = arch
         self.img_size = img_size
@@ -107,11 +116,12 @@ class CSWinTransformer(nn.Module):
         self.check_resolution(img_size, img_size)
         self.stem = ConvTokenEmbed(3, embed_dim, 7, 4, 2)
         self.stages = nn.ModuleList()
+        sides = stage_maps(img_size)
         for stage, (dim, depth, heads) in enumerate(zip(self.dims, depths, num_heads)):
             blocks = nn.ModuleList()
             for index in range(depth):
                 attn = self._attention(block_kinds[stage][index], dim, heads, windows[stage], qkv_bias,
-                                       global_ratio, lepe, padding)
+                                       global_ratio, lepe, padding, sides[stage], agent_num[stage])
                 blocks.append(PreNormBlock(dim, attn, mlp_ratio))
             self.stages.append(blocks)
         self.merges = nn.ModuleList(ConvTokenEmbed(d, 2 * d, 3, 2, 1) for d in self.dims[:3])
@@ -120,7 +130,7 @@ class CSWinTransformer(nn.Module):
         init_weights(self)
 
     @staticmethod
-    def _attention(kind, dim, heads, window, qkv_bias, global_ratio, lepe, padding):
+    def _attention(kind, dim, heads, window, qkv_bias, global_ratio, lepe, padding, side, agent_num):
         if kind == "global":
             return MultiHeadSoftmaxAttention(dim, heads, qkv_bias=qkv_bias, lepe=lepe)
         if kind == "effatt":
@@ -132,6 +142,11 @@ class CSWinTransformer(nn.Module):
             # CSWin's last stage is one full-map branch with all heads (its last_stage=True path)
             return CrossShapedWindowAttention(dim, heads, split_size=window, qkv_bias=qkv_bias,
                                               last_stage=kind == "local_last")
+        if kind == "agent":
+            # the Agent repo's A blocks: CSWin's single full-map branch (split = resolution), LePE as the DWC
+            return AgentAttention(dim, heads, agent_num, (side, side), qkv_bias=qkv_bias)
+        if kind == "flatten":
+            return FocusedLinearAttention(dim, heads, (side, side), lepe=True, qkv_bias=qkv_bias)
         raise ValueError("unknown block kind {!r}".format(kind))
 
     def check_resolution(self, height, width):
@@ -140,6 +155,11 @@ class CSWinTransformer(nn.Module):
         if min(sides_h[-1], sides_w[-1]) < 1 or min(height, width) < 32:
             raise EdgeAttnError("{}: input {}x{} is too small; the four stages downsample by 32".format(
                 self.arch, height, width))
+        fixed = set(k for kinds in self.block_kinds for k in kinds) & {"agent", "flatten"}
+        if fixed and (height, width) != (self.img_size, self.img_size):
+            raise EdgeAttnError("{}: built for {}x{}; its {} blocks have per-position parameters, so rebuild it for "
+                                "{}x{}".format(self.arch, self.img_size, self.img_size, "/".join(sorted(fixed)),
+                                               height, width))
         for stage in range(4):
             kinds = set(self.block_kinds[stage])
             hw = (sides_h[stage], sides_w[stage])
@@ -170,8 +190,12 @@ class CSWinTransformer(nn.Module):
         return self.head(self.forward_features(x))
 
 
-def _build(arch, img_size, num_classes, spec, attention, block_sizes=None, default_blocks=("s4", "s4", "s3", "s4"),
-           split_size=None, hybrid=None, global_ratio=0.5, lepe=True, padding="none"):
+def build_cswin(arch, img_size, num_classes, spec, attention, block_sizes=None,
+                default_blocks=("s4", "s4", "s3", "s4"), split_size=None, hybrid=None, global_ratio=0.5, lepe=True,
+                padding="none"):
+    """The CSWin skeleton with ``spec`` (embed_dim, depths, num_heads) and one attention variant: "global",
+    "local", "effatt", "elfatt" (hybrid stage 3), or "agent" / "flatten" (the official AABB / LLSS layouts: the
+    efficient attention on the full map in stages 1-2, CSWin stripes in stages 3-4)."""
     sides = stage_maps(img_size)
     if min(sides) < 1 or img_size < 32:
         raise EdgeAttnError("{}: input resolution {} is too small; the four stages downsample by 32".format(
@@ -190,7 +214,7 @@ def _build(arch, img_size, num_classes, spec, attention, block_sizes=None, defau
                     raise EdgeAttnError("{}: block_sizes[{}] = {} is not a square number of tokens (blocks are "
                                         "square windows, e.g. 49 = 7x7)".format(arch, stage, tokens))
                 windows.append(side)
-    elif attention == "local":
+    elif attention in ("local", "agent", "flatten"):
         split = _four("split_size", split_size)
         if split is None:
             if sides[2] % 2:
@@ -204,10 +228,12 @@ def _build(arch, img_size, num_classes, spec, attention, block_sizes=None, defau
         patterns = hybrid if hybrid is not None else ["none", "none", "even", "none"]
         if isinstance(patterns, str) or len(patterns) != 4:
             raise EdgeAttnError("hybrid must list one pattern per stage (4), got {!r}".format(patterns))
-        softmax_sets = [_softmax_blocks(p, d, s + 1) for s, (p, d) in enumerate(zip(patterns, depths))]
+        softmax_sets = [softmax_blocks(p, d, s + 1) for s, (p, d) in enumerate(zip(patterns, depths))]
         kinds = [["global" if i in softmax_sets[s] else attention for i in range(d)] for s, d in enumerate(depths)]
     elif attention == "local":
         kinds = [["local"] * d for d in depths[:3]] + [["local_last"] * depths[3]]
+    elif attention in ("agent", "flatten"):
+        kinds = [[attention] * depths[0], [attention] * depths[1], ["local"] * depths[2], ["local_last"] * depths[3]]
     else:
         kinds = [["global"] * d for d in depths]
     if padding not in ("none", "zeros", "masked"):
@@ -217,9 +243,15 @@ def _build(arch, img_size, num_classes, spec, attention, block_sizes=None, defau
     return model
 
 
-def _paper(params, **macs):
-    return {"source": ELFATT_PAPER, "params": params,
-            "macs": {size.lstrip("r"): list(values) for size, values in macs.items()}}
+_build = build_cswin  # the name models/released.py builds with
+
+
+def _paper(params, params_at=None, **macs):
+    paper = {"source": ELFATT_PAPER, "params": params,
+             "macs": {size.lstrip("r"): list(values) for size, values in macs.items()}}
+    if params_at:
+        paper["params_at"] = {size.lstrip("r"): value for size, value in params_at.items()}
+    return paper
 
 
 @register_model(family="cswin", paper=_paper("20M", r224=("7.60G", "4.09G")))
@@ -229,7 +261,7 @@ def cswin_t24181_global(img_size=224, num_classes=1000, *, lepe=True):
     Config: ``lepe`` (full-map 3x3 depthwise LePE, default True). No windows, so any input of at least 32x32
     works.
     """
-    model = _build("cswin_t24181_global", img_size, num_classes, T24181, "global", lepe=lepe)
+    model = build_cswin("cswin_t24181_global", img_size, num_classes, T24181, "global", lepe=lepe)
     model.edgeattn_config = {"lepe": lepe}
     return model
 
@@ -242,7 +274,7 @@ def cswin_t24181_local(img_size=224, num_classes=1000, *, split_size=None):
     [1, 2, 7, 7] at 224 and [1, 2, 12, 12] at 384). Stage 4 is CSWin's full-map branch (its width is unused).
     LePE is always on (CSWin's LePEAttention).
     """
-    model = _build("cswin_t24181_local", img_size, num_classes, T24181, "local", split_size=split_size)
+    model = build_cswin("cswin_t24181_local", img_size, num_classes, T24181, "local", split_size=split_size)
     model.edgeattn_config = {"split_size": split_size}
     return model
 
@@ -254,7 +286,7 @@ def cswin_t24181_effatt(img_size=224, num_classes=1000, *, hybrid=None, lepe=Tru
     Config: ``hybrid`` (per stage "none" | "all" | "even" | "odd" | list of block indices that use VaniATT;
     default ["none", "none", "even", "none"]), ``lepe``.
     """
-    model = _build("cswin_t24181_effatt", img_size, num_classes, T24181, "effatt", hybrid=hybrid, lepe=lepe)
+    model = build_cswin("cswin_t24181_effatt", img_size, num_classes, T24181, "effatt", hybrid=hybrid, lepe=lepe)
     model.edgeattn_config = {"hybrid": hybrid, "lepe": lepe}
     return model
 
@@ -269,7 +301,7 @@ def cswin_t24181_elfatt(img_size=224, num_classes=1000, *, block_sizes=None, hyb
     ``lepe``, ``padding`` ("none" | "zeros" | "masked": what the block head does with maps its windows do not
     tile).
     """
-    model = _build("cswin_t24181_elfatt", img_size, num_classes, T24181, "elfatt", block_sizes=block_sizes,
+    model = build_cswin("cswin_t24181_elfatt", img_size, num_classes, T24181, "elfatt", block_sizes=block_sizes,
                    hybrid=hybrid, global_ratio=global_ratio, lepe=lepe, padding=padding)
     model.edgeattn_config = {"block_sizes": block_sizes, "hybrid": hybrid, "global_ratio": global_ratio,
                              "lepe": lepe, "padding": padding}
@@ -282,7 +314,7 @@ def cswin_b36292_global(img_size=224, num_classes=1000, *, lepe=True):
 
     Config: ``lepe``.
     """
-    model = _build("cswin_b36292_global", img_size, num_classes, B36292, "global", lepe=lepe)
+    model = build_cswin("cswin_b36292_global", img_size, num_classes, B36292, "global", lepe=lepe)
     model.edgeattn_config = {"lepe": lepe}
     return model
 
@@ -297,9 +329,82 @@ def cswin_b36292_elfatt(img_size=224, num_classes=1000, *, block_sizes=None, hyb
     stage-3 map side in stages 1-3 and the stage-4 map side in stage 4, which is the default here.
     Config: as cswin_t24181_elfatt.
     """
-    model = _build("cswin_b36292_elfatt", img_size, num_classes, B36292, "elfatt", block_sizes=block_sizes,
+    model = build_cswin("cswin_b36292_elfatt", img_size, num_classes, B36292, "elfatt", block_sizes=block_sizes,
                    default_blocks=("s3", "s3", "s3", "s4"), hybrid=hybrid, global_ratio=global_ratio, lepe=lepe,
                    padding=padding)
     model.edgeattn_config = {"block_sizes": block_sizes, "hybrid": hybrid, "global_ratio": global_ratio,
                              "lepe": lepe, "padding": padding}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("20M", r224=("4.31G", "4.14G")))
+def cswin_t24181_agent(img_size=224, num_classes=1000, *, split_size=None):
+    """CSWin-T24181-Agent: Agent-CSWin-T (AABB, agents 9-16-49-49: agent attention on the full map in stages 1-2).
+
+    As ``LeapLabTHU/Agent-Attention`` ``Agent_CSWin_64_24181_tiny_224`` with ``agent_cswin_t.yaml``: the A blocks
+    are CSWin's single full-map branch (their split size is the map) with agent attention and its biases, the
+    branch's LePE as the DWC; stages 3-4 are CSWin LOCAL stripes. Config: ``split_size`` (the stage-3/4 stripes,
+    as cswin_t24181_local). Runs at its built resolution.
+    """
+    model = build_cswin("cswin_t24181_agent", img_size, num_classes, T24181, "agent", split_size=split_size)
+    model.edgeattn_config = {"split_size": split_size}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("21M", r224=("4.34G", "4.16G")))
+def cswin_t24181_flatten(img_size=224, num_classes=1000, *, split_size=None):
+    """CSWin-T24181-FLatten: FLatten-CSWin-T (LLSS: focused linear attention on the full map in stages 1-2).
+
+    As ``LeapLabTHU/FLatten-Transformer`` ``FLatten_CSWin_64_24181_tiny_224`` with ``flatten_cswin_t.yaml``
+    (focusing factor 3, DWC 5x5, LePE, positional encoding per token). Config: ``split_size`` (stage-3/4 stripes).
+    Runs at its built resolution.
+    """
+    model = build_cswin("cswin_t24181_flatten", img_size, num_classes, T24181, "flatten", split_size=split_size)
+    model.edgeattn_config = {"split_size": split_size}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("73M", r224=("15.03G", "14.39G"), r384=("47.06G", "42.28G")))
+def cswin_b36292_local(img_size=224, num_classes=1000, *, split_size=None):
+    """CSWin-B36292-LOCAL: CSWin cross-shaped windows (stripes 1-2-7-7 at 224, 1-2-12-12 at 384, LePE).
+
+    Config: ``split_size`` (as cswin_t24181_local).
+    """
+    model = build_cswin("cswin_b36292_local", img_size, num_classes, B36292, "local", split_size=split_size)
+    model.edgeattn_config = {"split_size": split_size}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("73M", r224=("14.98G", "14.53G"), r384=("46.57G", "42.69G")))
+def cswin_b36292_effatt(img_size=224, num_classes=1000, *, hybrid=None, lepe=True):
+    """CSWin-B36292-EFFATT: EFFATT heads of width 24 + LePE, hybrid stage 3 (15 VaniATT + 14 EFFATT).
+
+    Config: ``hybrid``, ``lepe`` (as cswin_t24181_effatt).
+    """
+    model = build_cswin("cswin_b36292_effatt", img_size, num_classes, B36292, "effatt", hybrid=hybrid, lepe=lepe)
+    model.edgeattn_config = {"hybrid": hybrid, "lepe": lepe}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("73M", r224=("14.92G", "14.49G"), r384=("46.33G", "42.57G")))
+def cswin_b36292_agent(img_size=224, num_classes=1000, *, split_size=None):
+    """CSWin-B36292-Agent: Agent-CSWin-B (AABB, agents 9-16-49-49; ``agent_cswin_b[_384].yaml``).
+
+    Config: ``split_size`` (stage-3/4 stripes). Runs at its built resolution.
+    """
+    model = build_cswin("cswin_b36292_agent", img_size, num_classes, B36292, "agent", split_size=split_size)
+    model.edgeattn_config = {"split_size": split_size}
+    return model
+
+
+@register_model(family="cswin", paper=_paper("75M", params_at={"r384": "78M"}, r224=("14.96G", "14.52G"),
+                                             r384=("46.43G", "42.67G")))
+def cswin_b36292_flatten(img_size=224, num_classes=1000, *, split_size=None):
+    """CSWin-B36292-FLatten: FLatten-CSWin-B (LLSS; ``flatten_cswin_b[_384].yaml``); 75M at 224, 78M at 384 (the
+    positional encodings grow with the map).
+
+    Config: ``split_size`` (stage-3/4 stripes). Runs at its built resolution.
+    """
+    model = build_cswin("cswin_b36292_flatten", img_size, num_classes, B36292, "flatten", split_size=split_size)
+    model.edgeattn_config = {"split_size": split_size}
     return model

@@ -17,19 +17,25 @@ LiteMLA / QT-ViT           litemla.lite_mla_attention              LiteMLA
 SOFT / SOFT++              soft.soft_kernel_attention              SOFTAttention
 FLuRKA                     flurka.flurka_attention                 FLuRKAAttention
 Multi-Spot                 multispot.multi_spot_attention          MultiSpotAttention
+Swin (S)W-MSA              swin.windowed_biased_attention          ShiftedWindowAttention
+Agent                      agent.agent_attention                   AgentAttention
+FLatten (focused linear)   flatten.focused_linear_attention        FocusedLinearAttention
 =========================  ======================================  ===============================
 """
 from ._common import OpShapeError
+from .agent import AgentAttention, agent_attention
 from .blockify import BlockifyAttention, blockify_attention
 from .config import plugin_ops_enabled, use_plugin_ops
 from .cswin import CrossShapedWindowAttention, cross_shaped_window_attention
 from .efficient_attention import EfficientAttention, efficient_attention
 from .elfatt import ELFATTAttention, elfatt_attention
+from .flatten import FocusedLinearAttention, focused_linear_attention
 from .flurka import FLuRKAAttention, flurka_attention
 from .litemla import LiteMLA, lite_mla_attention
 from .multispot import MultiSpotAttention, multi_spot_attention
 from .soft import SOFTAttention, newton_pinv, soft_kernel_attention
 from .softmax import MultiHeadSoftmaxAttention, softmax_attention
+from .swin import ShiftedWindowAttention, windowed_biased_attention
 
 __all__ = [
     "OpShapeError", "use_plugin_ops", "plugin_ops_enabled",
@@ -42,4 +48,7 @@ __all__ = [
     "soft_kernel_attention", "newton_pinv", "SOFTAttention",
     "flurka_attention", "FLuRKAAttention",
     "multi_spot_attention", "MultiSpotAttention",
+    "windowed_biased_attention", "ShiftedWindowAttention",
+    "agent_attention", "AgentAttention",
+    "focused_linear_attention", "FocusedLinearAttention",
 ]

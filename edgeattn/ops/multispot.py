@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._common import check_map, check_same_shape, check_tokens, downcast, require, split_heads, upcast
+from ._common import check_map, check_same_shape, check_tokens, downcast, merge_heads, require, split_heads, upcast
 from .softmax import attend
 
 
@@ -51,11 +51,25 @@ def _gather_tokens(x, index):
     return x.reshape(b * h * t, d).index_select(0, flat).reshape(*index.shape, d)
 
 
+def _polynomial_values(values, poly_a, poly_b):
+    """V -> V + b V^2 + a V^3 (element-wise; the paper's polynomial value fit), or V when both are None."""
+    if poly_a is None and poly_b is None:
+        return values
+    squared = values * values
+    poly = values
+    if poly_b is not None:
+        poly = poly + (poly_b.to(values.dtype) if torch.is_tensor(poly_b) else float(poly_b)) * squared
+    if poly_a is not None:
+        poly = poly + (poly_a.to(values.dtype) if torch.is_tensor(poly_a) else float(poly_a)) * squared * values
+    return poly
+
+
 def multi_spot_attention(q, k, v, *, num_heads, height, width, region_size, topk, pool_sizes=(), pool_topk=(),
-                         log_ratios=None, poly_a=None, poly_b=None, scale=None):
+                         log_ratios=None, poly_a=None, poly_b=None, scale=None, prefix_tokens=0):
     """Multi-Spot attention core (softmax mode).
 
-    Shapes: q, k, v (B, N=H*W, C), C = num_heads * d; returns (B, N, C). ``pool_sizes`` p_m and
+    Shapes: q, k, v (B, P + N, C) with N = H*W map tokens after ``prefix_tokens`` = P extra tokens (a ViT's class
+    token), C = num_heads * d; returns (B, P + N, C). ``pool_sizes`` p_m and
     ``pool_topk`` k_m (None = use every pooled token) describe the pooled levels, ``log_ratios`` (L,) their
     log p_hat_m (tensor or floats; default log p_m^2); ``poly_a``/``poly_b`` enable V -> V + b V^2 + a V^3.
     Per head and region r with representative q_bar_r = mean of its queries:
@@ -65,21 +79,25 @@ def multi_spot_attention(q, k, v, *, num_heads, height, width, region_size, topk
         out_i = softmax_j(q_i . k_j * scale + bias_j) v_j over the union (Eq. 2: weights p_hat_m exp(mean logit),
                 since q . mean(k) is the mean of the logits).
     With topk = N and no pooled levels this is exactly softmax attention. ``scale`` None -> d ** -0.5.
+    Prefix tokens: their queries attend to all P + N keys exactly (P rows cost P (P + N) d); their keys are
+    top-k candidates of every region like the map keys; the pooled levels pool the map only.
     FP16 hazards: the softmax max must include the bias (it does: one softmax over biased logits, FP32), and
     the cubic value map overflows FP16 past |v| ~ 40; half inputs run in FP32. Top-k ties can select different
     tokens in FP16 than in FP32: compare outputs, not indices.
     """
     check_tokens("q", q, num_heads)
     check_same_shape("q", q, k=k, v=v)
-    b, n, c = q.shape
+    b, total, c = q.shape
+    require(0 <= prefix_tokens < total, "prefix_tokens must be in [0, {}), got {}", total, prefix_tokens)
+    n = total - prefix_tokens
     check_map(n, height, width)
     require(region_size >= 1 and height % region_size == 0 and width % region_size == 0,
             "Multi-Spot: a {}x{} map is not divisible by region_size={}", height, width, region_size)
     pool_sizes = list(pool_sizes)
     pool_topk = list(pool_topk) if pool_topk else [None] * len(pool_sizes)
     require(len(pool_topk) == len(pool_sizes), "pool_topk needs one entry per pool size")
-    require(0 <= topk <= n and (topk > 0 or pool_sizes), "topk must be in [1, N={}] (or 0 with pooled levels), "
-            "got {}", n, topk)
+    require(0 <= topk <= total and (topk > 0 or pool_sizes), "topk must be in [1, N={}] (or 0 with pooled levels), "
+            "got {}", total, topk)
     for pool, count in zip(pool_sizes, pool_topk):
         require(pool >= 1 and height % pool == 0 and width % pool == 0,
                 "Multi-Spot: a {}x{} map is not divisible by pool size {}", height, width, pool)
@@ -97,7 +115,9 @@ def multi_spot_attention(q, k, v, *, num_heads, height, width, region_size, topk
     require(log_ratios.numel() == len(pool_sizes), "need one log ratio per pooled level")
 
     qh, kh, vh = (split_heads(t, num_heads) for t in (q, k, v))
-    regions = _regions(qh, height, width, region_size)  # (B, h, R, s, d)
+    prefix_q = qh[:, :, :prefix_tokens] if prefix_tokens else None
+    map_k, map_v = (kh[:, :, prefix_tokens:], vh[:, :, prefix_tokens:]) if prefix_tokens else (kh, vh)
+    regions = _regions(qh[:, :, prefix_tokens:] if prefix_tokens else qh, height, width, region_size)  # (B,h,R,s,d)
     count = regions.shape[2]
     representative = regions.mean(dim=3)  # (B, h, R, d)
     keys, values, biases = [], [], []
@@ -107,7 +127,7 @@ def multi_spot_attention(q, k, v, *, num_heads, height, width, region_size, topk
         values.append(_gather_tokens(vh, index))
         biases.append(q.new_zeros(topk))
     for level, (pool, level_topk) in enumerate(zip(pool_sizes, pool_topk)):
-        pooled_k, pooled_v = _pool(kh, height, width, pool), _pool(vh, height, width, pool)
+        pooled_k, pooled_v = _pool(map_k, height, width, pool), _pool(map_v, height, width, pool)
         if level_topk is None or level_topk == pooled_k.shape[2]:
             keys.append(pooled_k.unsqueeze(2).expand(-1, -1, count, -1, -1))
             values.append(pooled_v.unsqueeze(2).expand(-1, -1, count, -1, -1))
@@ -119,21 +139,16 @@ def multi_spot_attention(q, k, v, *, num_heads, height, width, region_size, topk
     keys = torch.cat(keys, dim=3) if len(keys) > 1 else keys[0]
     values = torch.cat(values, dim=3) if len(values) > 1 else values[0]
     bias = torch.cat(biases) if len(biases) > 1 else biases[0]
-    if poly_a is not None or poly_b is not None:
-        squared = values * values
-        poly = values
-        if poly_b is not None:
-            poly = poly + poly_b.to(q.dtype) * squared if torch.is_tensor(poly_b) else poly + float(poly_b) * squared
-        if poly_a is not None:
-            cubed = squared * values
-            poly = poly + poly_a.to(q.dtype) * cubed if torch.is_tensor(poly_a) else poly + float(poly_a) * cubed
-        values = poly
+    values = _polynomial_values(values, poly_a, poly_b)
     heads = b * num_heads * count
     out = attend(regions.reshape(heads, 1, regions.shape[3], d), keys.reshape(heads, 1, keys.shape[3], d),
                  values.reshape(heads, 1, keys.shape[3], d), scale,
                  None if not pool_sizes else bias.reshape(1, 1, 1, -1))
-    out = out.reshape(b, num_heads, count, regions.shape[3], d)
-    return downcast(_unregions(out, height, width, region_size), dtype)
+    out = _unregions(out.reshape(b, num_heads, count, regions.shape[3], d), height, width, region_size)
+    if prefix_tokens:
+        prefix_out = attend(prefix_q, kh, _polynomial_values(vh, poly_a, poly_b), scale)
+        out = torch.cat([merge_heads(prefix_out), out], dim=1)
+    return downcast(out, dtype)
 
 
 class MultiSpotAttention(nn.Module):

@@ -24,6 +24,9 @@ def test_json_lists_every_model_at_224(full_json):
     rows = {row["name"]: row for row in full_json["models"]}
     assert sorted(rows) == list_models()
     for row in rows.values():
+        if "_ms_" in row["name"]:  # the Multi-Spot Table 1 ViTs exist at 384 only (a 24x24 patch grid)
+            assert "Table 1 settings are for 384x384" in row["error"]
+            continue
         assert row["error"] is None
         assert row["params"] > 0 and row["macs"] >= row["macs_fa"] > 0
         assert row["macs"] - row["macs_fa"] == row["softmax_core_macs"]
@@ -44,7 +47,7 @@ def test_table(invoke):
 def test_resolution_384(invoke):
     result = invoke(["models", "--resolution", "384", "--json", "cswin_b36292*"], expect=0)
     rows = {row["name"]: row for row in json.loads(result.stdout)["models"]}
-    assert set(rows) == {"cswin_b36292_global", "cswin_b36292_elfatt"}
+    assert {"cswin_b36292_global", "cswin_b36292_elfatt"} <= set(rows)
     # ELFATT Table I at 384: GLOBAL 110.89 G, ELFATT 51.21 G
     assert abs(rows["cswin_b36292_global"]["macs"] / 110.89e9 - 1) < 0.01
     assert abs(rows["cswin_b36292_elfatt"]["macs"] / 51.21e9 - 1) < 0.01

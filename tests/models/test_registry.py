@@ -14,9 +14,30 @@ FIXED_NAMES = [
     "cswin_b36292_global", "cswin_b36292_elfatt",
     "efficientvit_b0", "efficientvit_b1", "efficientvit_b2", "efficientvit_b3", "qtvit_1", "qtvit_2", "qtvit_3",
     "softpp_tiny", "softpp_small", "softpp_medium", "softpp_large",
+    "cswin_64_12211_tiny", "cswin_64_24322_small", "cswin_96_24322_base", "cswin_144_24322_large",  # released.py
+    "soft_norm_small", "soft_norm_medium", "soft_norm_large",
     "flurka_t2t7_linformer_performer", "flurka_t2t7_linformer_rnn",
     "vit_tiny_softmax", "vit_tiny_elfatt",
+    # the ELFATT paper's Table I zoo and the Multi-Spot ViT-B/16 (tests/models/test_zoo_*.py)
+    "cswin_t24181_agent", "cswin_t24181_flatten", "cswin_b36292_local", "cswin_b36292_effatt", "cswin_b36292_agent",
+    "cswin_b36292_flatten",
+    "swin_t_local", "swin_t_global", "swin_t_effatt", "swin_t_elfatt", "swin_t_agent", "swin_t_flatten",
+    "swin_b_local", "swin_b_global", "swin_b_effatt", "swin_b_elfatt", "swin_b_agent", "swin_b_flatten",
+    "vit_base_patch16_384", "vit_base_patch16_384_ms_top64", "vit_base_patch16_384_ms_top64_s16",
+    "vit_base_patch16_384_ms_top96_s16", "vit_base_patch16_384_ms_top96_s4",
 ]
+
+#: the Multi-Spot paper's Table 1 settings exist for a 24x24 patch grid (384x384) only
+GRID_384_ONLY = ["vit_base_patch16_384_ms_top64", "vit_base_patch16_384_ms_top64_s16",
+                 "vit_base_patch16_384_ms_top96_s16", "vit_base_patch16_384_ms_top96_s4"]
+#: models of more than ~70M parameters: their forward + checkpoint round trip is marked slow
+HEAVY = ["cswin_b36292_global", "cswin_b36292_elfatt", "cswin_b36292_local", "cswin_b36292_effatt",
+         "cswin_b36292_agent", "cswin_b36292_flatten", "swin_b_local", "swin_b_global", "swin_b_effatt",
+         "swin_b_elfatt", "swin_b_agent", "swin_b_flatten", "vit_base_patch16_384"] + GRID_384_ONLY
+
+
+def _marked(names):
+    return [pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name for name in names]
 
 #: small enough for a real forward pass at 384 and 512 in a unit test
 SMALL_MODELS = ["vit_tiny_softmax", "vit_tiny_elfatt", "efficientvit_b0", "qtvit_1"]
@@ -59,18 +80,20 @@ def test_model_info_is_json_able():
         assert info["summary"] and info["family"]
 
 
-@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("name", _marked(list_models()))
 def test_forward_and_checkpoint_roundtrip(name, tmp_path):
-    """224x224, batch 1, CPU: finite (1, 1000) logits, and a save/load round trip gives identical outputs."""
+    """224x224 (384 for the Table 1 Multi-Spot ViTs), batch 1, CPU: finite (1, 1000) logits, and a save/load round
+    trip gives identical outputs."""
     torch.manual_seed(0)
-    model = create_model(name).eval()
+    size = 384 if name in GRID_384_ONLY else 224
+    model = create_model(name, img_size=size).eval()
     assert model.edgeattn_arch == name
     with torch.device("meta"):
         rebuilt = create_model(name, **model.edgeattn_config)
     assert [(k, tuple(v.shape)) for k, v in rebuilt.state_dict().items()] == \
         [(k, tuple(v.shape)) for k, v in model.state_dict().items()]
     del rebuilt
-    x = torch.randn(1, 3, 224, 224)
+    x = torch.randn(1, 3, size, size)
     with torch.inference_mode():
         logits = model(x)
     assert logits.shape == (1, 1000) and logits.dtype == torch.float32
@@ -82,7 +105,7 @@ def test_forward_and_checkpoint_roundtrip(name, tmp_path):
         assert torch.equal(loaded(x), logits)
 
 
-@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("name", [n for n in list_models() if n not in GRID_384_ONLY])
 @pytest.mark.parametrize("img_size", [384, 512])
 def test_larger_resolutions_accepted(name, img_size, meta_counts):
     """Building at 384/512 and running the (meta-device) forward pass succeeds; MACs grow with resolution."""
@@ -117,14 +140,27 @@ REJECTED = [
     ("qtvit_1", 16, {}, "too small"),
     ("softpp_tiny", 200, {}, "stage 1 map 50x50 is not divisible by its landmark sampling ratio 8"),
     ("softpp_large", 200, {}, "stage 1 map 50x50"),
+    ("cswin_64_12211_tiny", 200, {}, "stage-3 map 13x13 is odd"),
+    ("soft_norm_small", 200, {}, "stage 1 map 50x50 is not divisible by its landmark sampling ratio 8"),
     ("flurka_t2t7_linformer_rnn", 8, {}, "too small"),
-]
+] + [(name, 200, {}, "stage-3 map 13x13 is odd") for name in (
+    "cswin_t24181_agent", "cswin_t24181_flatten", "cswin_b36292_local", "cswin_b36292_agent", "cswin_b36292_flatten")
+] + [("cswin_b36292_effatt", 16, {}, "too small")] + [
+    (name, 200, {}, "input 200x200 must be square and a multiple of 32") for name in (
+        "swin_t_local", "swin_t_global", "swin_t_effatt", "swin_t_agent", "swin_t_flatten", "swin_b_local",
+        "swin_b_global", "swin_b_effatt", "swin_b_agent", "swin_b_flatten")
+] + [(name, 200, {}, "stage 1 map 50x50 is not divisible by its ELFATT block side 13")
+     for name in ("swin_t_elfatt", "swin_b_elfatt")] + [
+    ("vit_base_patch16_384", 200, {}, "not a multiple of the patch size 16")] + [
+    (name, 224, {}, "the 14x14 patch grid at 224x224 is not divisible by its Multi-Spot region side 6")
+    for name in GRID_384_ONLY]
 
 
 def test_every_model_has_a_rejection_case():
     assert {name for name, _, _, _ in REJECTED} >= set(list_models()) - {
         "efficientvit_b1", "efficientvit_b2", "efficientvit_b3", "qtvit_2", "qtvit_3", "softpp_small",
-        "softpp_medium", "flurka_t2t7_linformer_performer"}
+        "softpp_medium", "flurka_t2t7_linformer_performer", "cswin_64_24322_small", "cswin_96_24322_base",
+        "cswin_144_24322_large", "soft_norm_medium", "soft_norm_large"}
 
 
 @pytest.mark.parametrize("name,img_size,cfg,words", REJECTED)
@@ -142,6 +178,10 @@ def test_rejected_resolution_is_one_clear_line(name, img_size, cfg, words):
     ("efficientvit_b0", 16, "too small"),
     ("softpp_tiny", 200, "landmark sampling ratio"),
     ("flurka_t2t7_linformer_performer", 256, "built for 224x224"),
+    ("swin_t_local", 96, "stage 3 map 6x6 is smaller than its 7x7 window"),
+    ("swin_t_agent", 256, "built for 224x224; its agent blocks have per-position parameters"),
+    ("cswin_t24181_flatten", 256, "built for 224x224; its flatten blocks have per-position parameters"),
+    ("vit_base_patch16_384", 256, "built for 384x384 .a 24x24 position embedding.; got 256x256"),
 ])
 def test_forward_rejects_input_its_structure_cannot_take(name, size, words):
     with torch.device("meta"):
