@@ -2,6 +2,11 @@
 
 Nothing here imports torch or onnx at module level: the device-side tests also run under Python 3.8 with only
 click, PyYAML and numpy installed.
+
+Under pytest-xdist every worker computes with one torch/OpenMP thread (two workers on two cores, not four threads
+fighting over them), all tests of one exported model run on one worker (:func:`xdist_scope`), and tests marked
+slow are scheduled first. With CI=true (.ci/run) a skip is a failure unless the test is a GPU test skipped for want of
+a CUDA device: whatever else skips could have run there.
 """
 import os
 import sys
@@ -10,6 +15,100 @@ import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DIR = os.environ.get("EDGEATTN_SHARED_DIR", os.path.join(os.path.dirname(REPO_ROOT), "shared"))
+GPU_SKIP_REASON = "needs a CUDA device (GPU tests run on a machine with one)"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def in_ci():
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):
+        # pytest-xdist would hand out the largest groups first; keep collection order, which puts slow tests first
+        config.option.loadscopereorder = False
+    if hasattr(config, "workerinput"):
+        # torch takes its intra-op thread count from OMP_NUM_THREADS when it is first imported, which happens
+        # after this (collection); an explicit setting wins
+        explicit = "OMP_NUM_THREADS" in os.environ
+        for variable in THREAD_VARIABLES:
+            os.environ.setdefault(variable, "1")
+        if not explicit and "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(1)
+
+
+#: test modules whose tests share an expensive module fixture per first parameter (the model exported once for all
+#: its checks): all tests of one parameter run on one pytest-xdist worker
+GROUPED_BY_FIRST_PARAMETER = ("tests/export/test_export_models.py::",)
+
+
+def xdist_scope(nodeid):
+    """The unit of work pytest-xdist hands to one worker: one test, or every test of one model in a grouped module.
+    (xdist's own --dist loadgroup marks do not group under pytest >= 9, which no longer reads the node id it edits.)"""
+    for prefix in GROUPED_BY_FIRST_PARAMETER:
+        if nodeid.startswith(prefix) and nodeid.endswith("]") and "[" in nodeid:
+            return prefix + nodeid[nodeid.index("[") + 1:-1].split("-")[0]
+    return nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which the Python 3.8 device-side venv lacks
+def pytest_xdist_make_scheduler(config, log):
+    """-n N: pytest-xdist's load balancing over the work units of :func:`xdist_scope`, in collection order."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedLoadScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_scope(nodeid)
+
+    return GroupedLoadScheduling(config, log)
+
+
+def skips_not_allowed_in_ci(reports):
+    """(test id, reason) of every skip that is not a GPU test's (collection-time skips included)."""
+    found = []
+    for report in reports:
+        if "gpu" in getattr(report, "keywords", {}):
+            continue
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        if reason.startswith("Skipped: "):
+            reason = reason[len("Skipped: "):]
+        if reason == GPU_SKIP_REASON:
+            continue
+        found.append((report.nodeid, reason))
+    return found
+
+
+def _ci_skips(config):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return skips_not_allowed_in_ci(reporter.stats.get("skipped", [])) if reporter is not None else []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    if in_ci() and not hasattr(session.config, "workerinput") and _ci_skips(session.config):
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):
+        return
+    # what a test that runs a whole inner session (the Python 3.8 pass) reports of it: record_property("suite_summary")
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "suite_summary" and report.when == "call":
+                    terminalreporter.write_line(value)
+    if not in_ci():
+        return
+    skips = _ci_skips(config)
+    if skips:
+        terminalreporter.section("CI=true: {} test(s) skipped that must run in CI".format(len(skips)), red=True)
+        for nodeid, reason in skips:
+            terminalreporter.line("{}: {}".format(nodeid, reason))
 
 
 def _cuda_available():
@@ -21,9 +120,13 @@ def _cuda_available():
 
 
 def pytest_collection_modifyitems(config, items):
+    # Long single tests (marked slow, e.g. the whole Python 3.8 pass) first: pytest-xdist hands out work in
+    # collection order (pytest_configure, pytest_xdist_make_scheduler), so they start at once and overlap the rest
+    # instead of trailing it.
+    items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not _cuda_available():
-        skip = pytest.mark.skip(reason="needs a CUDA device (GPU tests run on a machine with one)")
+        skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
         for item in gpu_items:
             item.add_marker(skip)
 

@@ -3,6 +3,8 @@ the Quickstart's test command."""
 import os
 import re
 
+import pytest
+
 from edgeattn.cli import COMMANDS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,7 +36,75 @@ def test_quickstart_has_exactly_two_single_line_commands():
     assert "pytest" in _quickstart_block("test") and "edgeattn " in _quickstart_block("main")
 
 
-def test_ci_runs_the_readme_test_command():
-    with open(os.path.join(REPO, ".ci", "run"), encoding="utf-8") as handle:
-        ci = handle.read()
-    assert "quickstart:test" in ci and "README.md" in ci
+# ---- .ci/run, run for real in a scratch checkout with stand-in tools ------------------------------------------
+CI_TOOLS = ("g++", "gcc", "cmake", "nvcc", "nm", "readelf", "objdump")
+TRT_VERSIONS = ("8.0", "8.2", "10.3", "11.1")
+#: the one-line Quickstart test command of the scratch README: records what it saw, exits with a chosen status
+STUB_COMMAND = ('echo "ran $CI|$EDGEATTN_PYTHON38|$EDGEATTN_TRT_INCLUDE_8_0|$EDGEATTN_TRT_INCLUDE_11_1|'
+                '$PYTEST_ADDOPTS" >> ran.txt && exit "$STUB_STATUS"')
+
+
+def scratch_checkout(tmp_path, without=()):
+    """tmp_path/repo with .ci/run and a README whose test command is STUB_COMMAND; tmp_path/shared with the
+    TensorRT headers; tmp_path/bin with stand-ins for the CI tools and Python 3.8 (names in ``without`` left
+    out) plus the few real programs .ci/run itself uses. Returns (repo, environment)."""
+    import shutil
+    import stat
+
+    repo = tmp_path / "repo"
+    (repo / ".ci").mkdir(parents=True)
+    shutil.copy(os.path.join(REPO, ".ci", "run"), str(repo / ".ci" / "run"))
+    (repo / "README.md").write_text("# x\n\n<!-- quickstart:test -->\n```sh\n{}\n```\n".format(STUB_COMMAND))
+    for version in TRT_VERSIONS:
+        if "trt" + version not in without:
+            include = tmp_path / "shared" / "third_party" / "tensorrt-headers" / version / "include"
+            include.mkdir(parents=True)
+            (include / "NvInferVersion.h").write_text("#define NV_TENSORRT_MAJOR 0\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("bash", "env", "awk", "dirname", "cat"):
+        os.symlink(shutil.which(program), str(bin_dir / program))
+    stand_ins = {tool: "#!/bin/sh\nexit 0\n" for tool in CI_TOOLS}
+    stand_ins["python3.8"] = "#!/bin/sh\necho '(3, 8)'\n"
+    for tool, script in stand_ins.items():
+        if tool not in without:
+            (bin_dir / tool).write_text(script)
+            (bin_dir / tool).chmod(stat.S_IRWXU)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "STUB_STATUS": "0"}
+    return repo, env
+
+
+def run_ci(repo, env):
+    import subprocess
+
+    return subprocess.run([str(repo / ".ci" / "run")], cwd=str(repo), env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+
+
+def test_ci_runs_exactly_the_readme_test_command_with_ci_settings(tmp_path):
+    repo, env = scratch_checkout(tmp_path)
+    proc = run_ci(repo, env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["+ " + STUB_COMMAND]
+    headers = tmp_path / "shared" / "third_party" / "tensorrt-headers"
+    assert (repo / "ran.txt").read_text().splitlines() == ["ran true|{}|{}|{}|-rs".format(
+        tmp_path / "bin" / "python3.8", headers / "8.0" / "include", headers / "11.1" / "include")]
+
+
+@pytest.mark.parametrize("status", [1, 3])
+def test_ci_propagates_the_test_command_exit_status(tmp_path, status):
+    repo, env = scratch_checkout(tmp_path)
+    env["STUB_STATUS"] = str(status)
+    assert run_ci(repo, env).returncode == status
+    assert (repo / "ran.txt").read_text().count("ran true") == 1
+
+
+@pytest.mark.parametrize("absent,named", [("nvcc", "nvcc"), ("g++", "g++"), ("cmake", "cmake"),
+                                          ("readelf", "readelf"), ("python3.8", "Python 3.8"),
+                                          ("trt11.1", "TensorRT 11.1")])
+def test_ci_fails_naming_a_missing_tool_before_running_anything(tmp_path, absent, named):
+    repo, env = scratch_checkout(tmp_path, without=(absent,))
+    proc = run_ci(repo, env)
+    assert proc.returncode != 0
+    assert named in proc.stderr and "missing" in proc.stderr, proc.stderr
+    assert not (repo / "ran.txt").exists()

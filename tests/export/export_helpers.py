@@ -42,6 +42,22 @@ def custom_op_model(specs, opset):
     return model, feeds
 
 
+def export_images(model, images, plugins=True, opset=17):
+    """export_onnx's pipeline for any input batch (export_onnx takes square sizes only): trace with the custom-op
+    symbolics, validate the custom nodes against their schemas, attach the model-local functions. Returns the
+    ModelProto (checked by the caller, e.g. with exporter.check_model)."""
+    import onnx
+
+    from edgeattn.export import contract
+    from edgeattn.export.exporter import torch_to_onnx_bytes
+    from edgeattn.export.functions import attach_functions
+
+    model_proto = onnx.load_from_string(torch_to_onnx_bytes(model.eval(), images, opset=opset, plugins=plugins,
+                                                            dynamic_batch=False))
+    contract.validate_model(model_proto)
+    return attach_functions(model_proto)
+
+
 def run_ort(model_or_bytes, feeds):
     import onnxruntime as ort
 

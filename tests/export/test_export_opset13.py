@@ -1,5 +1,6 @@
 """Opset 13 (TensorRT 8.2 on the Jetson Nano): the ELFATT, EfficientViT and SOFT++ models export, their
-TensorRT variant is a plain opset-13 / IR-7 file, and the ORT variant (checked in memory) matches PyTorch.
+TensorRT variant is a plain opset-13 / IR-7 file, and the ORT variant (checked in memory) matches PyTorch with
+randomised parameters, at the same per-model gate as the opset-17 exports (test_export_models.PARITY_GATES).
 
 LayerNormalization (opset 17), Gelu (20) and the opset-14 SDPA symbolic must be decomposed into opset-13 ops; the
 test checks every node of the main graph and of the function bodies against the opset-13 schemas.
@@ -8,8 +9,10 @@ import onnx
 import pytest
 from onnx import defs
 
-from edgeattn.export.exporter import PARITY_RTOL, export_onnx, load_model
+from edgeattn.export.exporter import export_onnx, load_model
 from edgeattn.export.functions import build_function
+from random_params import randomise_parameters
+from test_export_models import parity_gate
 
 NANO_MODELS = ["cswin_t24181_elfatt", "efficientvit_b0", "softpp_tiny"]
 
@@ -33,9 +36,11 @@ def _graph_ops(nodes):
 @pytest.mark.parametrize("arch", NANO_MODELS)
 def test_opset13_tensorrt_variant(arch, tmp_path):
     model, size = load_model(arch=arch, seed=0)
+    randomise_parameters(model, seed=0, scales=True)
     path = tmp_path / "model.onnx"
     summary = export_onnx(model, path, img_size=size, opset=13, target="tensorrt", check=True)
-    assert summary.parity["max_rel"] <= PARITY_RTOL
+    # the opset-13 decompositions (LayerNormalization, Gelu, SDPA) stay within the opset-17 export's gate
+    assert summary.parity["max_rel"] <= parity_gate(arch), summary.parity
     exported = onnx.load(str(path))
     assert exported.ir_version == 7
     assert {e.domain: e.version for e in exported.opset_import} == {"": 13, "trt.plugins": 1}

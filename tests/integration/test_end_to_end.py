@@ -15,15 +15,24 @@ MODELS = ("vit_tiny_softmax", "vit_tiny_elfatt")
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    import torch
     from click.testing import CliRunner
 
+    from edgeattn import save_checkpoint
     from edgeattn.cli import cli
+    from edgeattn.models import create_model
+    from random_params import randomise_parameters
 
     out = tmp_path_factory.mktemp("e2e")
     paths = {}
     for arch in MODELS:
+        # a checkpoint whose norm affines and biases are not at their initial constants, so that the export's
+        # own parity check can tell a wrong mapping from a right one
+        torch.manual_seed(0)
+        checkpoint = str(out / "{}.pt".format(arch))
+        save_checkpoint(randomise_parameters(create_model(arch), seed=0), checkpoint)
         path = str(out / "{}.onnx".format(arch))
-        result = CliRunner().invoke(cli, ["export", "--arch", arch, "-o", path], catch_exceptions=False)
+        result = CliRunner().invoke(cli, ["export", checkpoint, "-o", path], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         paths[arch] = path
     return out, paths
@@ -77,6 +86,6 @@ def test_host_cpu_sweep_then_report(exported, invoke):
 
         expected = mean_fps("vit_tiny_elfatt") / mean_fps("vit_tiny_softmax")
         assert "{:.2f}x".format(expected) in result.stdout
-    for name in ("fps_vs_mode_fp32", "speedup_vs_mode_fp32"):
+    for name in ("throughput_energy_fp32", "speedup_vs_mode_fp32"):
         width, height = _png_size(os.path.join(sweep_dir, "plots", name + ".png"))
         assert width > 100 and height > 100
