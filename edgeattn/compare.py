@@ -391,9 +391,9 @@ class EngineSide(Side):
         return self._infer_trtexec(array)
 
     def _infer_trtexec(self, array):
+        from .bench.trtexec_backend import run_for_export
         from .engine import plugin_library
-        from .trtexec import flags, run_trtexec
-        from .trtexec.log import explain_failure
+        from .trtexec import flags
 
         name, dims, dtype = self.inputs[0]
         library = plugin_library.resolve(self._plugins, manifest_plugins=(self.manifest or {}).get("plugins"),
@@ -411,18 +411,8 @@ class EngineSide(Side):
                 args.append("--shapes={}".format(flags.shapes_text([(name, array.shape)])))
             args.extend(["--loadInputs={}:{}".format(name, input_file), "--exportOutput={}".format(output_file),
                          "--iterations=1", "--warmUp=0", "--duration=0"])
-            result = run_trtexec(args, timeout=self._timeout)
-            if result.returncode != 0:
-                raise EdgeAttnError(explain_failure(
-                    result.output, result.returncode, version=self._version, model_path=self.path,
-                    plugin_library=library["path"] if library else None,
-                    creators=plugin_library.creator_tuples(library)))
-            try:
-                with open(output_file) as handle:
-                    text = handle.read()
-            except OSError:
-                raise EdgeAttnError("trtexec {} reported success but wrote no --exportOutput file".format(
-                    self._version))
+            _, text = run_for_export(args, self._version, self.path, library, output_file, "--exportOutput",
+                                     self._timeout)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return parse_exported_outputs(text)

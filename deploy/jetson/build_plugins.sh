@@ -25,8 +25,8 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
-SYSROOT="${EDGEATTN_SYSROOT:-}"
+# shellcheck source=deploy/jetson/common.sh
+. "${SCRIPT_DIR}/common.sh"
 CMAKE_BIN="${CMAKE:-cmake}"
 
 DRY_RUN=0
@@ -37,15 +37,6 @@ TRT_ROOT=""
 NVCC=""
 JOBS=""
 KERNELS_ONLY=0
-
-die() {
-    echo "build_plugins.sh: error: $*" >&2
-    exit 2
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
-}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -67,18 +58,13 @@ done
 L4T=""
 JETPACK=""
 RELEASE_FILE="${SYSROOT}/etc/nv_tegra_release"
-if [ -r "${RELEASE_FILE}" ]; then
-    # "# R32 (release), REVISION: 7.1, GCID: ..., BOARD: t210ref, ..."  (BOARD is unreliable; not used)
-    first_line="$(head -n 1 "${RELEASE_FILE}")"
-    major="$(printf '%s\n' "${first_line}" | sed -n 's/^# R\([0-9][0-9]*\) (release).*/\1/p')"
-    revision="$(printf '%s\n' "${first_line}" | sed -n 's/.*REVISION: \([0-9][0-9.]*\).*/\1/p')"
-    if [ -n "${major}" ] && [ -n "${revision}" ]; then
-        L4T="${major}.${revision}"
-        case "${L4T}" in
-            *.*.*) ;;
-            *) L4T="${L4T}.0" ;;
-        esac
-    fi
+read_l4t_release "${RELEASE_FILE}"
+if [ -n "${L4T_MAJOR}" ] && [ -n "${L4T_REVISION}" ]; then
+    L4T="${L4T_MAJOR}.${L4T_REVISION}"
+    case "${L4T}" in
+        *.*.*) ;;
+        *) L4T="${L4T}.0" ;;
+    esac
 fi
 case "${L4T}" in
     32.6.1) JETPACK="4.6" ;;

@@ -30,8 +30,8 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
-SYSROOT="${EDGEATTN_SYSROOT:-}"
+# shellcheck source=deploy/jetson/common.sh
+. "${SCRIPT_DIR}/common.sh"
 BUILD_PLUGINS="${BUILD_PLUGINS:-${SCRIPT_DIR}/build_plugins.sh}"
 
 DRY_RUN=0
@@ -39,15 +39,6 @@ VENV="${REPO_ROOT}/.venv"
 PYTHON=""
 LINE=""
 SKIP_PLUGINS=0
-
-die() {
-    echo "setup.sh: error: $*" >&2
-    exit 2
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
-}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -67,14 +58,11 @@ L4T=""
 RELEASE_FILE="${SYSROOT}/etc/nv_tegra_release"
 if [ -z "${LINE}" ]; then
     [ -r "${RELEASE_FILE}" ] || die "not a Jetson (no ${RELEASE_FILE}); pass --jetpack 4.6, 5 or 6 to choose the recipe"
-    # "# R32 (release), REVISION: 7.1, GCID: ..., BOARD: t210ref, ..."  (BOARD is unreliable; not used)
-    first_line="$(head -n 1 "${RELEASE_FILE}")"
-    major="$(printf '%s\n' "${first_line}" | sed -n 's/^# R\([0-9][0-9]*\) (release).*/\1/p')"
-    revision="$(printf '%s\n' "${first_line}" | sed -n 's/.*REVISION: \([0-9][0-9.]*\).*/\1/p')"
-    [ -n "${major}" ] && [ -n "${revision}" ] || die "cannot read the L4T release from ${RELEASE_FILE}: '${first_line}'"
-    L4T="${major}.${revision}"
-    minor="${revision%%.*}"
-    case "${major}" in
+    read_l4t_release "${RELEASE_FILE}"
+    [ -n "${L4T_MAJOR}" ] && [ -n "${L4T_REVISION}" ] || die "cannot read the L4T release from ${RELEASE_FILE}: '${L4T_RELEASE_LINE}'"
+    L4T="${L4T_MAJOR}.${L4T_REVISION}"
+    minor="${L4T_REVISION%%.*}"
+    case "${L4T_MAJOR}" in
         32)
             # R32.6.1 is JetPack 4.6, the first with TensorRT 8 (older L4T 32 releases ship TensorRT 7)
             [ "${minor}" -ge 6 ] || die "L4T ${L4T} is older than JetPack 4.6 (TensorRT 7); the edgeattn plugins need TensorRT >= 8: upgrade to JetPack 4.6.x"

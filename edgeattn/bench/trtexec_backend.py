@@ -37,6 +37,23 @@ def locate(explicit=None):
     return path, probe_version(path)
 
 
+def run_for_export(args, version, model_path, library, export_path, export_option, timeout):
+    """Run the trtexec command line ``args``, which writes ``export_path`` (its ``export_option``); returns the
+    CommandResult and the export's text. A failed run raises one line that explains it (with the plugin library
+    and its creators), and so does a run that wrote no export."""
+    result = run_trtexec(args, timeout=timeout)
+    if result.returncode != 0:
+        raise EdgeAttnError(explain_failure(
+            result.output, result.returncode, version=version, model_path=model_path,
+            plugin_library=library["path"] if library else None,
+            creators=plugin_library.creator_tuples(library)))
+    try:
+        with open(export_path) as handle:
+            return result, handle.read()
+    except OSError:
+        raise EdgeAttnError("trtexec {} reported success but wrote no {} file".format(version, export_option))
+
+
 def _onnx_shapes(model_path, batch):
     model = onnx_graph.load_model(model_path, "benchmarking an ONNX file with trtexec")
     shapes = []
@@ -78,18 +95,8 @@ def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterat
         if progress is not None:
             progress(0.0, "running trtexec {} ({})".format(version, "build + timing" if kind == "onnx" else
                                                             "timing"))
-        result = run_trtexec(args, timeout=timeout)
+        result, text = run_for_export(args, version, model_path, library, export_times, "--exportTimes", timeout)
         end_unix = time.time()
-        if result.returncode != 0:
-            raise EdgeAttnError(explain_failure(
-                result.output, result.returncode, version=version, model_path=model_path,
-                plugin_library=library["path"] if library else None,
-                creators=plugin_library.creator_tuples(library)))
-        try:
-            with open(export_times) as handle:
-                text = handle.read()
-        except OSError:
-            raise EdgeAttnError("trtexec {} reported success but wrote no --exportTimes file".format(version))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -72,9 +72,9 @@ def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, r
     if json_path == "-":
         click.echo(json.dumps(report, indent=2))
     else:
-        click.echo("\n".join(format_report(report)))
-        if json_path:
+        if json_path:  # before the summary: a report that cannot be kept prints only the error
             with outputs_now():  # the report of a failed comparison (exit 1) is kept too
                 write_json(json_path, report)
+        click.echo("\n".join(format_report(report)))
     if not report["passed"]:
         raise SystemExit(1)

@@ -199,24 +199,37 @@ def _euid():
     return geteuid() if geteuid is not None else 0
 
 
-def _private_dir_problem(path, private):
-    """Why ``path`` is not a directory only this user controls (None when it is): a real directory (not a
-    symlink), owned by us, writable by nobody else (``private``: not even readable by others)."""
+def _lstat_problem(path):
+    """``(os.lstat(path), None)``, or ``(None, why)`` where it cannot be read or is a symbolic link."""
     try:
         info = os.lstat(path)
     except OSError as error:
-        return "{}: {}".format(path, error.strerror or error)
+        return None, "{}: {}".format(path, error.strerror or error)
     if stat.S_ISLNK(info.st_mode):
-        return "{} is a symbolic link".format(path)
-    if not stat.S_ISDIR(info.st_mode):
-        return "{} is not a directory".format(path)
-    if info.st_uid != _euid():
-        return "{} is owned by uid {}, not {}".format(path, info.st_uid, _euid())
+        return None, "{} is a symbolic link".format(path)
+    return info, None
+
+
+def _mode_problem(path, info, private):
+    """Why the mode of ``path`` lets others change it (``private``: or read it); None when it does not."""
     mask = 0o077 if private else 0o022
     if stat.S_IMODE(info.st_mode) & mask:
         return "{} has mode {:04o} (others may {} it)".format(path, stat.S_IMODE(info.st_mode),
                                                             "read or change" if private else "change")
     return None
+
+
+def _private_dir_problem(path, private):
+    """Why ``path`` is not a directory only this user controls (None when it is): a real directory (not a
+    symlink), owned by us, writable by nobody else (``private``: not even readable by others)."""
+    info, problem = _lstat_problem(path)
+    if problem:
+        return problem
+    if not stat.S_ISDIR(info.st_mode):
+        return "{} is not a directory".format(path)
+    if info.st_uid != _euid():
+        return "{} is owned by uid {}, not {}".format(path, info.st_uid, _euid())
+    return _mode_problem(path, info, private)
 
 
 def _store_root(create):
@@ -259,21 +272,16 @@ def store_problem(path):
     problem = _private_dir_problem(directory, private=True)
     if problem:
         return problem
-    try:
-        info = os.lstat(path)
-    except OSError as error:
-        return "{}: {}".format(path, error.strerror or error)
-    if stat.S_ISLNK(info.st_mode):
-        return "{} is a symbolic link".format(path)
+    info, problem = _lstat_problem(path)
+    if problem:
+        return problem
     if not stat.S_ISREG(info.st_mode):
         return "{} is not a regular file".format(path)
     if info.st_nlink != 1:
         return "{} has {} hard links".format(path, info.st_nlink)
     if info.st_uid not in (0, _euid()):
         return "{} is owned by uid {}".format(path, info.st_uid)
-    if stat.S_IMODE(info.st_mode) & 0o022:
-        return "{} has mode {:04o} (others may change it)".format(path, stat.S_IMODE(info.st_mode))
-    return None
+    return _mode_problem(path, info, private=False)
 
 
 def verify_store(path, source=None):

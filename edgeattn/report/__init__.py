@@ -15,8 +15,7 @@ import time
 from .._io import all_or_nothing, atomic_write
 from .._version import __version__
 from ..errors import EdgeAttnError
-from ..sweep.results import load_results
-from .tables import SweepTables, html_table, markdown_table, table_sections
+from .tables import html_table, load_sweep_tables, markdown_table, table_sections
 
 PLOT_DIR = "plots"
 PLOT_FORMATS = ("png", "svg")
@@ -62,12 +61,7 @@ def _write_figure(figure, plot_dir, stem):
 
 
 def _load_tables(out_dir, baseline):
-    data = load_results(out_dir)
-    rows = data.get("rows") or []
-    if not rows:
-        raise EdgeAttnError("{} has no result rows yet (status {}): nothing to report".format(
-            out_dir, data.get("status")))
-    tables = SweepTables(rows)
+    data, rows, tables = load_sweep_tables(out_dir)
     if baseline and baseline not in tables.models:
         raise EdgeAttnError("--baseline {!r} is not a model of this sweep; models: {}".format(
             baseline, ", ".join(tables.models)))

@@ -10,8 +10,7 @@ import os
 from .._io import atomic_write
 from ..errors import EdgeAttnError
 from ..sweep import presets as presets_io
-from ..sweep.results import load_results
-from .tables import MISSING, SweepTables, markdown_table
+from .tables import MISSING, load_sweep_tables, markdown_table
 
 PAPER_TABLE_FILE = "paper_table.md"
 PRECISION_NAMES = {"fp32": "FP32", "fp16": "mixed/FP16"}
@@ -70,12 +69,7 @@ def paper_table_markdown(out_dir, preset_name=None):
         preset = presets_io.get_preset(preset_name)
     if preset is None:
         return None
-    data = load_results(out_dir)
-    rows = data.get("rows") or []
-    if not rows:
-        raise EdgeAttnError("{} has no result rows yet (status {}): nothing to report".format(
-            out_dir, data.get("status")))
-    tables = SweepTables(rows)
+    data, _, tables = load_sweep_tables(out_dir)
     if not any(row.key in tables.models for row in preset.rows):
         raise EdgeAttnError("none of preset {}'s models ({}) is in the sweep in {} (its models: {})".format(
             preset.name, ", ".join(row.key for row in preset.rows), out_dir, ", ".join(tables.models)))

@@ -9,6 +9,9 @@ Two speedups, always labelled (operators-elfatt-qtvit.md §2.5):
 """
 import math
 
+from ..errors import EdgeAttnError
+from ..sweep.results import load_results
+
 MISSING = "-"
 
 
@@ -119,6 +122,17 @@ class SweepTables(object):
 # --------------------------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------------------------
+def load_sweep_tables(out_dir):
+    """(results.json data, its rows, their :class:`SweepTables`) of the sweep in ``out_dir``; a sweep without result
+    rows yet has nothing to report."""
+    data = load_results(out_dir)
+    rows = data.get("rows") or []
+    if not rows:
+        raise EdgeAttnError("{} has no result rows yet (status {}): nothing to report".format(
+            out_dir, data.get("status")))
+    return data, rows, SweepTables(rows)
+
+
 def _fmt(value, digits=1, suffix=""):
     if value is None:
         return MISSING

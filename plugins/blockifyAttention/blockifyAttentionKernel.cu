@@ -56,6 +56,35 @@ struct BlockifyParams
     int vectorLoads;    // k and v rows may be staged with 16-byte loads (head_dim, channels % 8 == 0, aligned)
 };
 
+/*
+ * Calls visit(tap, ny, nx) for each tap ((dy + 1) * 3 + dx + 1) of the 3x3 LePE convolution around token (qy, qx)
+ * whose neighbour (ny, nx) lies inside the window with top-left token (y0, x0) and inside the map: the convolution
+ * zero-pads at the window border and at padded (outside-the-map) positions.
+ */
+template <typename Visit>
+__device__ __forceinline__ void forEachLepeTap(
+    BlockifyParams const& p, int qy, int qx, int y0, int x0, Visit const& visit)
+{
+    int const ws = p.windowSize;
+    for (int dy = -1; dy <= 1; ++dy)
+    {
+        int const ny = qy + dy;
+        if (ny < y0 || ny >= y0 + ws || ny >= p.height)
+        {
+            continue;
+        }
+        for (int dx = -1; dx <= 1; ++dx)
+        {
+            int const nx = qx + dx;
+            if (nx < x0 || nx >= x0 + ws || nx >= p.width)
+            {
+                continue;
+            }
+            visit((dy + 1) * 3 + (dx + 1), ny, nx);
+        }
+    }
+}
+
 template <int kMaxHeadDim>
 struct BlockifyConfig
 {
@@ -206,33 +235,17 @@ __global__ void __launch_bounds__(256) blockifyAttentionKernel(BlockifyParams co
                         acc[c] += loadFloat(bias, c);
                     }
                 }
-                for (int dy = -1; dy <= 1; ++dy)
-                {
-                    int const ny = qy + dy;
-                    // Zero padding at the window border and at padded (outside-the-map) positions.
-                    if (ny < y0 || ny >= y0 + ws || ny >= p.height)
-                    {
-                        continue;
-                    }
-                    for (int dx = -1; dx <= 1; ++dx)
-                    {
-                        int const nx = qx + dx;
-                        if (nx < x0 || nx >= x0 + ws || nx >= p.width)
-                        {
-                            continue;
-                        }
-                        int const tap = (dy + 1) * 3 + (dx + 1);
-                        int64_t const neighbour = (static_cast<int64_t>(ny) * p.width + nx) * p.channels;
+                forEachLepeTap(p, qy, qx, y0, x0, [&](int tap, int ny, int nx) {
+                    int64_t const neighbour = (static_cast<int64_t>(ny) * p.width + nx) * p.channels;
 #pragma unroll
-                        for (int c = 0; c < kMaxHeadDim; ++c)
+                    for (int c = 0; c < kMaxHeadDim; ++c)
+                    {
+                        if (kExact || c < d)
                         {
-                            if (kExact || c < d)
-                            {
-                                acc[c] = fmaf(loadFloat(weight, c * 9 + tap), loadFloat(vPtr, neighbour + c), acc[c]);
-                            }
+                            acc[c] = fmaf(loadFloat(weight, c * 9 + tap), loadFloat(vPtr, neighbour + c), acc[c]);
                         }
                     }
-                }
+                });
             }
 #pragma unroll
             for (int c = 0; c < kMaxHeadDim; ++c)
@@ -627,28 +640,13 @@ __global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads) bloc
                             __half const* __restrict__ weight
                                 = static_cast<__half const*>(p.lepeWeight) + channelOffset * 9;
                             acc += loadFloat(static_cast<__half const*>(p.lepeBias) + channelOffset, c);
-                            for (int dy = -1; dy <= 1; ++dy)
-                            {
-                                int const ny = qy + dy;
-                                if (ny < y0 || ny >= y0 + ws || ny >= p.height)
-                                {
-                                    continue;
-                                }
-                                for (int dx = -1; dx <= 1; ++dx)
-                                {
-                                    int const nx = qx + dx;
-                                    if (nx < x0 || nx >= x0 + ws || nx >= p.width)
-                                    {
-                                        continue;
-                                    }
-                                    int const tap = (dy + 1) * 3 + (dx + 1);
-                                    // a window that fits one chunk has all its values staged in shared memory
-                                    float const value = keyChunks == 1
-                                        ? __half2float(values[((ny - y0) * ws + (nx - x0)) * Config::kStride + c])
-                                        : loadFloat(vPtr, (static_cast<int64_t>(ny) * p.width + nx) * p.channels + c);
-                                    acc = fmaf(loadFloat(weight, c * 9 + tap), value, acc);
-                                }
-                            }
+                            forEachLepeTap(p, qy, qx, y0, x0, [&](int tap, int ny, int nx) {
+                                // a window that fits one chunk has all its values staged in shared memory
+                                float const value = keyChunks == 1
+                                    ? __half2float(values[((ny - y0) * ws + (nx - x0)) * Config::kStride + c])
+                                    : loadFloat(vPtr, (static_cast<int64_t>(ny) * p.width + nx) * p.channels + c);
+                                acc = fmaf(loadFloat(weight, c * 9 + tap), value, acc);
+                            });
                         }
                         outPtr[queryToken * p.channels + c] = fromFloat<__half>(acc);
                     }
@@ -681,7 +679,7 @@ void launchBlockifyMmaPasses(BlockifyParams const& params, cudaStream_t stream)
     }
 }
 
-void dispatchBlockifyMma(BlockifyParams const& params, cudaStream_t stream)
+int dispatchBlockifyMma(BlockifyParams const& params, cudaStream_t stream, char const* function)
 {
     if (params.headDim <= 16)
     {
@@ -699,7 +697,16 @@ void dispatchBlockifyMma(BlockifyParams const& params, cudaStream_t stream)
     {
         launchBlockifyMma<128, 1>(params, stream);
     }
+    return checkLaunch(function, "blockifyMmaKernel");
 }
+
+#else
+
+int dispatchBlockifyMma(BlockifyParams const&, cudaStream_t, char const* function)
+{
+    return noTensorCoreKernels(function);
+}
+
 #endif // EDGEATTN_TENSOR_CORES
 
 template <typename T, int kMaxHeadDim, bool kExact>
@@ -819,32 +826,21 @@ extern "C" EDGEATTN_API int edgeattn_blockify_attention(const void* q, const voi
     // FP16 I/O has a tensor-core kernel; FP32 stays on the scalar kernel (TF32 would break the FP32 tolerance:
     // plugins/README.md, "Tensor cores"). A grid of more than 2^31 - 1 blocks of four units would not launch.
     bool const hasTensorCoreKernel = dtype == EDGEATTN_DTYPE_FLOAT16 && (params.units + 3) / 4 <= 2147483647LL;
-    KernelPath path = KernelPath::kScalar;
-    int const pathStatus = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
-    if (pathStatus != EDGEATTN_STATUS_SUCCESS)
-    {
-        return pathStatus;
-    }
-#if EDGEATTN_TENSOR_CORES
-    if (path == KernelPath::kTensorCore)
-    {
-        dispatchBlockifyMma(params, cudaStream);
-        EDGEATTN_CHECK_LAUNCH("blockifyMmaKernel");
-        return succeed();
-    }
-#endif
-
     int64_t const windowTokens = static_cast<int64_t>(window_size) * window_size;
     int const threads = static_cast<int>(std::min<int64_t>(256, (windowTokens + 31) / 32 * 32));
     dim3 const grid(static_cast<unsigned>(windows), static_cast<unsigned>(num_heads), static_cast<unsigned>(batch));
-    if (dtype == EDGEATTN_DTYPE_FLOAT16)
-    {
-        dispatchBlockify<__half>(params, grid, threads, cudaStream);
-    }
-    else
-    {
-        dispatchBlockify<float>(params, grid, threads, cudaStream);
-    }
-    EDGEATTN_CHECK_LAUNCH("blockifyAttentionKernel");
-    return succeed();
+    return launchOnKernelPath(
+        __func__, hasTensorCoreKernel,
+        [&](char const* function) { return dispatchBlockifyMma(params, cudaStream, function); },
+        [&](char const* function) {
+            if (dtype == EDGEATTN_DTYPE_FLOAT16)
+            {
+                dispatchBlockify<__half>(params, grid, threads, cudaStream);
+            }
+            else
+            {
+                dispatchBlockify<float>(params, grid, threads, cudaStream);
+            }
+            return checkLaunch(function, "blockifyAttentionKernel");
+        });
 }

@@ -54,7 +54,7 @@ std::atomic<int>& pathSetting()
     return setting;
 }
 
-//! A failed runtime query also sets the runtime's last error, which the next EDGEATTN_CHECK_LAUNCH would take
+//! A failed runtime query also sets the runtime's last error, which the next checkLaunch would take
 //! for a launch failure: clear it.
 int queryFailed(char const* function, char const* what, cudaError_t error)
 {

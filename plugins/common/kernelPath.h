@@ -3,10 +3,13 @@
  * kernel (sm_80+, where this library carries sm_80+ device code for the device and the call has one, e.g. FP16 I/O).
  *
  * API for launchers (host code):
+ *   return launchOnKernelPath(__func__, hasTensorCoreKernel,
+ *       [&](char const* function) { return <launch the tensor-core kernels>; },   // each returns a status
+ *       [&](char const* function) { return <launch the scalar kernels>; });
+ * or, for the path alone:
  *   KernelPath path;
  *   int const status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
  *   if (status != EDGEATTN_STATUS_SUCCESS) return status;     // the reason is already edgeattn_last_error()
- *   if (path == KernelPath::kTensorCore) { launch the tensor-core kernel } else { launch the scalar kernel }
  *
  * The device's compute capability, and whether the library's device code for it was compiled for sm_80+ (the
  * ptxVersion of a probe kernel: a library built for 72 and run on Orin JIT-compiles compute_72 PTX, which has no
@@ -16,6 +19,7 @@
 #ifndef EDGEATTN_COMMON_KERNEL_PATH_H
 #define EDGEATTN_COMMON_KERNEL_PATH_H
 
+#include "common/kernelStatus.h"
 #include "edgeattn/kernels.h"
 
 namespace edgeattn
@@ -46,6 +50,30 @@ int currentDeviceArch(char const* function, DeviceArch* arch);
 //! EDGEATTN_STATUS_UNSUPPORTED when the tensor-core path is forced where it cannot run, and with
 //! EDGEATTN_STATUS_CUDA_ERROR when the device cannot be queried.
 int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath* path);
+
+/*
+ * The end of every launcher: the path for this launch, then `tensorCore(function)` or `scalar(function)` (each
+ * enqueues its kernels and returns a status, the reason recorded on failure); the last error is cleared on success.
+ */
+template <typename TensorCoreLaunch, typename ScalarLaunch>
+int launchOnKernelPath(char const* function, bool hasTensorCoreKernel, TensorCoreLaunch const& tensorCore,
+    ScalarLaunch const& scalar)
+{
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(function, hasTensorCoreKernel, &path);
+    if (status == EDGEATTN_STATUS_SUCCESS)
+    {
+        status = path == KernelPath::kTensorCore ? tensorCore(function) : scalar(function);
+    }
+    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+}
+
+//! The tensor-core launch of a build without tensor-core kernels (EDGEATTN_TENSOR_CORES=0), which chooseKernelPath
+//! never picks.
+inline int noTensorCoreKernels(char const* function)
+{
+    return fail(EDGEATTN_STATUS_UNSUPPORTED, function, "this library was built without tensor-core kernels");
+}
 
 } // namespace kernels
 } // namespace edgeattn

@@ -88,15 +88,4 @@ constexpr int kMaxGridYZ = 65535;
         }                                                                                                          \
     } while (0)
 
-//! Return EDGEATTN_STATUS_CUDA_ERROR (with the kernel's name and CUDA's message) if the last launch failed.
-#define EDGEATTN_CHECK_LAUNCH(kernelName)                                                                          \
-    do                                                                                                             \
-    {                                                                                                              \
-        int const edgeattnLaunchStatus_ = ::edgeattn::kernels::checkLaunch(__func__, (kernelName));                \
-        if (edgeattnLaunchStatus_ != EDGEATTN_STATUS_SUCCESS)                                                      \
-        {                                                                                                          \
-            return edgeattnLaunchStatus_;                                                                          \
-        }                                                                                                          \
-    } while (0)
-
 #endif // EDGEATTN_COMMON_KERNEL_STATUS_H

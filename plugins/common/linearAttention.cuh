@@ -202,12 +202,38 @@ inline size_t linearAttentionWorkspaceSize(int batch, int heads, int tokens, int
     return alignUp(contextFloats * sizeof(float)) + alignUp(partialFloats * sizeof(float));
 }
 
-__device__ __forceinline__ void qtCoefficients(LinearAttentionParams const& p, int head, float* alpha, float* linear, float* gamma)
+//! The quadratic-Taylor map [alpha x^2, linear x, gamma] of one head.
+struct QtCoefficients
 {
-    int const index = p.qtCount == p.heads ? head : 0;
-    *alpha = p.qtAlpha[index];
-    *linear = p.qtBeta[index] * sqrtf(4.0F / static_cast<float>(p.headDim));
-    *gamma = p.qtGamma[index];
+    float alpha;
+    float linear; // beta sqrt(4 / d)
+    float gamma;
+};
+
+//! The coefficients of `head` (one set for every head when qtCount is 1); all 0 for the other feature maps.
+template <FeatureMap kMap>
+__device__ __forceinline__ QtCoefficients qtCoefficients(LinearAttentionParams const& p, int head)
+{
+    QtCoefficients qt = {0.0F, 0.0F, 0.0F};
+    if (kMap == FeatureMap::kQuadraticTaylor)
+    {
+        int const index = p.qtCount == p.heads ? head : 0;
+        qt.alpha = p.qtAlpha[index];
+        qt.linear = p.qtBeta[index] * sqrtf(4.0F / static_cast<float>(p.headDim));
+        qt.gamma = p.qtGamma[index];
+    }
+    return qt;
+}
+
+//! Offset of channel 0 of `head` in batch `batch` of q, k and v, and of the output.
+__device__ __forceinline__ int64_t inputHeadOffset(LinearAttentionParams const& p, int batch, int head)
+{
+    return static_cast<int64_t>(batch) * p.inBatchStride + head * p.inHeadStride * p.inChannelStride;
+}
+
+__device__ __forceinline__ int64_t outputHeadOffset(LinearAttentionParams const& p, int batch, int head)
+{
+    return static_cast<int64_t>(batch) * p.outBatchStride + head * p.outHeadStride * p.outChannelStride;
 }
 
 /*
@@ -255,17 +281,10 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
 
-    int64_t const base = static_cast<int64_t>(batch) * p.inBatchStride + head * p.inHeadStride * p.inChannelStride;
+    int64_t const base = inputHeadOffset(p, batch, head);
     T const* __restrict__ kPtr = static_cast<T const*>(p.k) + base;
     T const* __restrict__ vPtr = static_cast<T const*>(p.v) + base;
-
-    float qtAlpha = 0.0F;
-    float qtLinear = 0.0F;
-    float qtGamma = 0.0F;
-    if (kMap == FeatureMap::kQuadraticTaylor)
-    {
-        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
-    }
+    QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
     for (int index = threadIdx.x; index < tokenTile * (featurePad + valuePad); index += blockDim.x)
     {
@@ -312,11 +331,11 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
             }
             else
             {
-                row[c] = qtAlpha * kValue * kValue;
-                row[d + c] = qtLinear * kValue;
+                row[c] = qt.alpha * kValue * kValue;
+                row[d + c] = qt.linear * kValue;
                 if (c == 0)
                 {
-                    row[2 * d] = valid ? qtGamma : 0.0F;
+                    row[2 * d] = valid ? qt.gamma : 0.0F;
                 }
             }
         }
@@ -531,18 +550,9 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
     int const count = min(tokenTile, p.tokens - tileBegin);
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
-    T const* __restrict__ qPtr = static_cast<T const*>(p.q) + static_cast<int64_t>(batch) * p.inBatchStride
-        + head * p.inHeadStride * p.inChannelStride;
-    T* __restrict__ outPtr = static_cast<T*>(p.out) + static_cast<int64_t>(batch) * p.outBatchStride
-        + head * p.outHeadStride * p.outChannelStride;
-
-    float qtAlpha = 0.0F;
-    float qtLinear = 0.0F;
-    float qtGamma = 0.0F;
-    if (kMap == FeatureMap::kQuadraticTaylor)
-    {
-        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
-    }
+    T const* __restrict__ qPtr = static_cast<T const*>(p.q) + inputHeadOffset(p, batch, head);
+    T* __restrict__ outPtr = static_cast<T*>(p.out) + outputHeadOffset(p, batch, head);
+    QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
     for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
     {
@@ -571,11 +581,11 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
         }
         else
         {
-            phiT[c * tokenTile + n] = qtAlpha * x * x;
-            phiT[(d + c) * tokenTile + n] = qtLinear * x;
+            phiT[c * tokenTile + n] = qt.alpha * x * x;
+            phiT[(d + c) * tokenTile + n] = qt.linear * x;
             if (c == 0)
             {
-                phiT[2 * d * tokenTile + n] = valid ? qtGamma : 0.0F;
+                phiT[2 * d * tokenTile + n] = valid ? qt.gamma : 0.0F;
             }
         }
     }
@@ -652,10 +662,9 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
     }
 }
 
-//! Enqueues the three kernels. The caller has validated shapes, the plan and the workspace.
-template <typename T, FeatureMap kMap, bool kTokenMajor>
-int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
-    cudaStream_t stream, char const* function)
+//! The workspace (the context, then the per-split partials) and the token splits of `plan`, shared by both paths.
+inline void setLinearAttentionWorkspace(
+    LinearAttentionParams& params, LinearAttentionPlan const& plan, int batch, void* workspace)
 {
     size_t const contextBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.featurePad
         * plan.contextColumns * sizeof(float));
@@ -663,6 +672,24 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
+}
+
+//! The combine launch between either path's reduction and output passes.
+template <FeatureMap kMap>
+int launchLinearCombine(LinearAttentionParams const& params, LinearAttentionPlan const& plan, int batch,
+    cudaStream_t stream, char const* function)
+{
+    dim3 const combineGrid(params.heads, batch);
+    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
+    return checkLaunch(function, "linearCombineKernel");
+}
+
+//! Enqueues the three kernels. The caller has validated shapes, the plan and the workspace.
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
+    cudaStream_t stream, char const* function)
+{
+    setLinearAttentionWorkspace(params, plan, batch, workspace);
     params.reduceTokenTile = plan.reduceTokenTile;
     params.reduceGroups = plan.reduceGroups;
     params.outputTokenTile = plan.outputTokenTile;
@@ -671,13 +698,10 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     linearReduceKernel<T, kMap, kTokenMajor>
         <<<reduceGrid, plan.reduceThreads, plan.reduceSharedBytes, stream>>>(params);
     int status = checkLaunch(function, "linearReduceKernel");
-    if (status != EDGEATTN_STATUS_SUCCESS)
+    if (status == EDGEATTN_STATUS_SUCCESS)
     {
-        return status;
+        status = launchLinearCombine<kMap>(params, plan, batch, stream, function);
     }
-    dim3 const combineGrid(params.heads, batch);
-    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
-    status = checkLaunch(function, "linearCombineKernel");
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;

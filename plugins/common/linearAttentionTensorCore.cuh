@@ -26,6 +26,7 @@
 #ifndef EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
 #define EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
 
+#include "common/kernelPath.h"
 #include "common/linearAttention.cuh"
 #include "common/splitTensorCore.cuh"
 
@@ -173,6 +174,26 @@ __device__ __forceinline__ int stagedIndex(int row, int token, int stride)
     return kTokenMajor ? token * stride + row : row * stride + token;
 }
 
+/*
+ * The quadratic-Taylor features of channel c of staged token n, split into hi and lo at their rows of the staged
+ * tile: alpha x^2 at row c, linear x at row d + c and, once per token (c == 0), gamma at row 2d (0 for a token past
+ * the tile), each scaled by the power of two of its row.
+ */
+template <bool kTokenMajor>
+__device__ __forceinline__ void splitQtFeatures(float x, int c, int n, int d, bool valid, QtCoefficients const& qt,
+    float quadraticScale, float linearScale, float constantScale, __half* high, __half* low, int stride)
+{
+    int const at = stagedIndex<kTokenMajor>(c, n, stride);
+    int const linearAt = stagedIndex<kTokenMajor>(d + c, n, stride);
+    splitHalf(qt.alpha * x * x * quadraticScale, high + at, low + at);
+    splitHalf(qt.linear * x * linearScale, high + linearAt, low + linearAt);
+    if (c == 0)
+    {
+        int const constantAt = stagedIndex<kTokenMajor>(2 * d, n, stride);
+        splitHalf(valid ? qt.gamma * constantScale : 0.0F, high + constantAt, low + constantAt);
+    }
+}
+
 //! The factor that takes a reduction accumulator row back to the scalar kernel's units: the softmax numerators
 //! carry 2^14, a QT row its running scale (0: the row never had a non-zero feature, its sums are 0), ReLU none.
 template <FeatureMap kMap>
@@ -220,17 +241,10 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
 
-    int64_t const base = static_cast<int64_t>(batch) * p.inBatchStride + head * p.inHeadStride * p.inChannelStride;
+    int64_t const base = inputHeadOffset(p, batch, head);
     __half const* __restrict__ kPtr = static_cast<__half const*>(p.k) + base;
     __half const* __restrict__ vPtr = static_cast<__half const*>(p.v) + base;
-
-    float qtAlpha = 0.0F;
-    float qtLinear = 0.0F;
-    float qtGamma = 0.0F;
-    if (kMap == FeatureMap::kQuadraticTaylor)
-    {
-        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
-    }
+    QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
     // Padded feature rows, value columns past d and the staging's stride padding stay zero for the whole kernel.
     for (int index = threadIdx.x; index < layout.featureHalves + layout.valueHalves / 2; index += blockDim.x)
@@ -246,11 +260,7 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
     __half const one = __float2half_rn(1.0F);
 
     mma::FragmentC acc[kValueTiles];
-#pragma unroll
-    for (int t = 0; t < kValueTiles; ++t)
-    {
-        zeroFragment(acc[t]);
-    }
+    zeroFragments(acc);
 
     for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
     {
@@ -312,7 +322,7 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
                 else
                 {
                     float const rowMaxima[3]
-                        = {fabsf(qtAlpha) * maxAbs * maxAbs, fabsf(qtLinear) * maxAbs, fabsf(qtGamma)};
+                        = {fabsf(qt.alpha) * maxAbs * maxAbs, fabsf(qt.linear) * maxAbs, fabsf(qt.gamma)};
                     int const rows[3] = {c, d + c, 2 * d};
 #pragma unroll
                     for (int r = 0; r < 3; ++r)
@@ -351,15 +361,8 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
                 }
                 else
                 {
-                    int const linearAt = stagedIndex<kTokenMajor>(d + c, n, layout.featureStride);
-                    splitHalf(qtAlpha * x * x * rowState[c], featureHigh + at, featureLow + at);
-                    splitHalf(qtLinear * x * rowState[d + c], featureHigh + linearAt, featureLow + linearAt);
-                    if (c == 0)
-                    {
-                        int const constantAt = stagedIndex<kTokenMajor>(2 * d, n, layout.featureStride);
-                        splitHalf(valid ? qtGamma * rowState[2 * d] : 0.0F, featureHigh + constantAt,
-                            featureLow + constantAt);
-                    }
+                    splitQtFeatures<kTokenMajor>(x, c, n, d, valid, qt, rowState[c], rowState[d + c], rowState[2 * d],
+                        featureHigh, featureLow, layout.featureStride);
                 }
             }
             __syncthreads();
@@ -481,18 +484,9 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
     int const contextColumns = roundUp4(d + 1);
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     float const* const contextGlobal = p.context + problem * roundUp4(dk) * contextColumns;
-    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + static_cast<int64_t>(batch) * p.inBatchStride
-        + head * p.inHeadStride * p.inChannelStride;
-    __half* __restrict__ outPtr = static_cast<__half*>(p.out) + static_cast<int64_t>(batch) * p.outBatchStride
-        + head * p.outHeadStride * p.outChannelStride;
-
-    float qtAlpha = 0.0F;
-    float qtLinear = 0.0F;
-    float qtGamma = 0.0F;
-    if (kMap == FeatureMap::kQuadraticTaylor)
-    {
-        qtCoefficients(p, head, &qtAlpha, &qtLinear, &qtGamma);
-    }
+    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + inputHeadOffset(p, batch, head);
+    __half* __restrict__ outPtr = static_cast<__half*>(p.out) + outputHeadOffset(p, batch, head);
+    QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
     // The context split once per block, with a power-of-two scale per column (numerator columns and the
     // normaliser column d have unrelated magnitudes). Column maxima of |x| by atomicMax on the bit patterns
@@ -580,7 +574,7 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
                 // Scaling a token's whole feature row scales numerator and denominator alike; eps is scaled with
                 // them in the epilogue.
                 float const featureMax
-                    = fmaxf(fmaxf(fabsf(qtAlpha) * maxAbs * maxAbs, fabsf(qtLinear) * maxAbs), fabsf(qtGamma));
+                    = fmaxf(fmaxf(fabsf(qt.alpha) * maxAbs * maxAbs, fabsf(qt.linear) * maxAbs), fabsf(qt.gamma));
                 rowScale[n] = kMap == FeatureMap::kSoftmax ? kSplitUnitScale : splitScale(featureMax);
             }
             __syncthreads();
@@ -599,14 +593,8 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
                 }
                 else
                 {
-                    int const linearAt = stagedIndex<kTokenMajor>(d + c, n, layout.queryStride);
-                    splitHalf(qtAlpha * x * x * scale, queryHigh + at, queryLow + at);
-                    splitHalf(qtLinear * x * scale, queryHigh + linearAt, queryLow + linearAt);
-                    if (c == 0)
-                    {
-                        int const constantAt = stagedIndex<kTokenMajor>(2 * d, n, layout.queryStride);
-                        splitHalf(valid ? qtGamma * scale : 0.0F, queryHigh + constantAt, queryLow + constantAt);
-                    }
+                    splitQtFeatures<kTokenMajor>(
+                        x, c, n, d, valid, qt, scale, scale, scale, queryHigh, queryLow, layout.queryStride);
                 }
             }
             __syncthreads();
@@ -616,11 +604,7 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
         if (rowBase < count) // uniform per warp: a warp whose 16 tokens are all past the end has nothing to do
         {
             mma::FragmentC acc[kValueTiles];
-#pragma unroll
-            for (int t = 0; t < kValueTiles; ++t)
-            {
-                zeroFragment(acc[t]);
-            }
+            zeroFragments(acc);
             for (int step = 0; step < featureRows / 16; ++step)
             {
                 int const at = stagedIndex<kTokenMajor>(step * 16, rowBase, layout.queryStride);
@@ -715,13 +699,10 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams const& params, LinearAtt
     linearReduceMmaKernel<kMap, kTokenMajor, kValueTiles>
         <<<reduceGrid, mmaPlan.reduceThreads, mmaPlan.reduceSharedBytes, stream>>>(params);
     int status = checkLaunch(function, "linearReduceMmaKernel");
-    if (status != EDGEATTN_STATUS_SUCCESS)
+    if (status == EDGEATTN_STATUS_SUCCESS)
     {
-        return status;
+        status = launchLinearCombine<kMap>(params, plan, batch, stream, function);
     }
-    dim3 const combineGrid(params.heads, batch);
-    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
-    status = checkLaunch(function, "linearCombineKernel");
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
@@ -737,12 +718,7 @@ template <FeatureMap kMap, bool kTokenMajor>
 int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan const& plan,
     LinearMmaPlan const& mmaPlan, int batch, void* workspace, cudaStream_t stream, char const* function)
 {
-    size_t const contextBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.featurePad
-        * plan.contextColumns * sizeof(float));
-    params.context = static_cast<float*>(workspace);
-    params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
-    params.splits = plan.splits;
-    params.tokensPerSplit = plan.tokensPerSplit;
+    setLinearAttentionWorkspace(params, plan, batch, workspace);
     params.reduceTokenTile = mmaPlan.reduceTokenTile;
     params.reduceGroups = mmaPlan.tokenGroups;
     params.outputTokenTile = kLinearMmaOutputTile;
@@ -761,6 +737,15 @@ int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan c
         return launchLinearAttentionMmaTiles<kMap, kTokenMajor, 5>(params, plan, mmaPlan, batch, stream, function);
     }
     return launchLinearAttentionMmaTiles<kMap, kTokenMajor, 9>(params, plan, mmaPlan, batch, stream, function);
+}
+
+#else
+
+template <FeatureMap kMap, bool kTokenMajor>
+int launchLinearAttentionMma(LinearAttentionParams, LinearAttentionPlan const&, LinearMmaPlan const&, int, void*,
+    cudaStream_t, char const* function)
+{
+    return noTensorCoreKernels(function);
 }
 
 #endif // EDGEATTN_TENSOR_CORES

@@ -189,44 +189,34 @@ __device__ __forceinline__ float unpackHalf(uint32_t bits, int half)
 }
 
 // ---- the instructions ----------------------------------------------------------------------------------------------
-// Under EDGEATTN_CUDA_EMULATION the CPU emulation (tests/plugins/emulation) gives these their warp-collective
-// semantics; on a GPU they are the PTX instructions; anywhere else they must not be reached (device code for
-// archs < 80 is guarded by EDGEATTN_MMA_AVAILABLE and never launched).
+// Each wrapper names its CPU-emulation call and its PTX instruction; EDGEATTN_MMA_INSTRUCTION keeps the one this
+// compilation pass can run: the emulation (tests/plugins/emulation gives them their warp-collective semantics) under
+// EDGEATTN_CUDA_EMULATION, the instruction in sm_80+ device passes, and a trap anywhere else (device code for archs
+// < 80 is guarded by EDGEATTN_MMA_AVAILABLE and never launched).
+#if defined(EDGEATTN_CUDA_EMULATION)
+#define EDGEATTN_MMA_INSTRUCTION(emulated, instruction) emulated
+#elif EDGEATTN_MMA_AVAILABLE
+#define EDGEATTN_MMA_INSTRUCTION(emulated, instruction) instruction
+#else
+#define EDGEATTN_MMA_INSTRUCTION(emulated, instruction) __trap()
+#endif
 
 __device__ __forceinline__ void mmaF16(FragmentC& d, FragmentA const& a, FragmentB const& b)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::mmaM16N8K16(d.x, a.x, b.x, ::cuda_emu::kMmaF16);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
-        : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
-#else
-    (void) d;
-    (void) a;
-    (void) b;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::mmaM16N8K16(d.x, a.x, b.x, ::cuda_emu::kMmaF16),
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
+                     : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1])));
 }
 
 __device__ __forceinline__ void mmaBf16(FragmentC& d, FragmentA const& a, FragmentB const& b)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::mmaM16N8K16(d.x, a.x, b.x, ::cuda_emu::kMmaBf16);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
-        : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
-#else
-    (void) d;
-    (void) a;
-    (void) b;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::mmaM16N8K16(d.x, a.x, b.x, ::cuda_emu::kMmaBf16),
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
+                     : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1])));
 }
 
 #if !defined(EDGEATTN_CUDA_EMULATION) && EDGEATTN_MMA_AVAILABLE
@@ -238,63 +228,37 @@ __device__ __forceinline__ unsigned sharedAddress(void const* pointer)
 
 __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], void const* row)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::ldmatrix(r, 4, row, false);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-#else
-    (void) r;
-    (void) row;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::ldmatrix(r, 4, row, false),
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(sharedAddress(row))));
 }
 
 __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], void const* row)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::ldmatrix(r, 4, row, true);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-#else
-    (void) r;
-    (void) row;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::ldmatrix(r, 4, row, true),
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(sharedAddress(row))));
 }
 
 __device__ __forceinline__ void ldmatrixX2(uint32_t (&r)[2], void const* row)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::ldmatrix(r, 2, row, false);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(sharedAddress(row)));
-#else
-    (void) r;
-    (void) row;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::ldmatrix(r, 2, row, false),
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(sharedAddress(row))));
 }
 
 __device__ __forceinline__ void ldmatrixX2Trans(uint32_t (&r)[2], void const* row)
 {
-#if defined(EDGEATTN_CUDA_EMULATION)
-    ::cuda_emu::ldmatrix(r, 2, row, true);
-#elif EDGEATTN_MMA_AVAILABLE
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(sharedAddress(row)));
-#else
-    (void) r;
-    (void) row;
-    __trap();
-#endif
+    EDGEATTN_MMA_INSTRUCTION(::cuda_emu::ldmatrix(r, 2, row, true),
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(sharedAddress(row))));
 }
+
+#undef EDGEATTN_MMA_INSTRUCTION
 
 } // namespace mma
 } // namespace kernels

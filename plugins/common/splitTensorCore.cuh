@@ -62,12 +62,49 @@ __device__ __forceinline__ void splitHalf(float x, __half* hi, __half* lo)
 }
 
 #if EDGEATTN_MMA_AVAILABLE
-__device__ __forceinline__ void zeroFragment(mma::FragmentC& c)
+template <int kTiles>
+__device__ __forceinline__ void zeroFragments(mma::FragmentC (&c)[kTiles])
 {
-    c.x[0] = 0.0F;
-    c.x[1] = 0.0F;
-    c.x[2] = 0.0F;
-    c.x[3] = 0.0F;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            c[t].x[e] = 0.0F;
+        }
+    }
+}
+
+template <int kTiles>
+__device__ __forceinline__ void scaleFragments(mma::FragmentC (&c)[kTiles], float factor)
+{
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            c[t].x[e] *= factor;
+        }
+    }
+}
+
+//! The largest |element| this lane holds (the input of a block-wide splitScale).
+template <int kTiles>
+__device__ __forceinline__ float fragmentsMaxAbs(mma::FragmentC const (&c)[kTiles])
+{
+    float maxAbs = 0.0F;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            maxAbs = fmaxf(maxAbs, fabsf(c[t].x[e]));
+        }
+    }
+    return maxAbs;
 }
 
 template <bool kMContiguous>

@@ -81,22 +81,17 @@ extern "C" EDGEATTN_API int edgeattn_efficient_attention(const void* q, const vo
     LinearMmaPlan mmaPlan;
     bool const hasTensorCoreKernel = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16
         && planLinearAttentionMma(tokens, headDim, headDim, true, FeatureMap::kSoftmax, &mmaPlan);
-    KernelPath path = KernelPath::kScalar;
-    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
-    if (status != EDGEATTN_STATUS_SUCCESS)
-    {
-        return status;
-    }
-#if EDGEATTN_TENSOR_CORES
-    if (path == KernelPath::kTensorCore)
-    {
-        status = launchLinearAttentionMma<FeatureMap::kSoftmax, true>(
-            params, plan, mmaPlan, batch, workspace, cudaStream, __func__);
-        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
-    }
-#endif
-    status = dtype == EDGEATTN_DTYPE_FLOAT16
-        ? launchLinearAttention<__half, FeatureMap::kSoftmax, true>(params, plan, batch, workspace, cudaStream, __func__)
-        : launchLinearAttention<float, FeatureMap::kSoftmax, true>(params, plan, batch, workspace, cudaStream, __func__);
-    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    return launchOnKernelPath(
+        __func__, hasTensorCoreKernel,
+        [&](char const* function) {
+            return launchLinearAttentionMma<FeatureMap::kSoftmax, true>(
+                params, plan, mmaPlan, batch, workspace, cudaStream, function);
+        },
+        [&](char const* function) {
+            return dtype == EDGEATTN_DTYPE_FLOAT16
+                ? launchLinearAttention<__half, FeatureMap::kSoftmax, true>(
+                    params, plan, batch, workspace, cudaStream, function)
+                : launchLinearAttention<float, FeatureMap::kSoftmax, true>(
+                    params, plan, batch, workspace, cudaStream, function);
+        });
 }

@@ -123,35 +123,25 @@ extern "C" EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int ba
     bool const hasTensorCoreKernel = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16
         && planLinearAttentionMma(static_cast<int>(tokens), head_dim, featureDim, false,
             quadratic ? FeatureMap::kQuadraticTaylor : FeatureMap::kRelu, &mmaPlan);
-    KernelPath path = KernelPath::kScalar;
-    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
-    if (status != EDGEATTN_STATUS_SUCCESS)
-    {
-        return status;
-    }
-#if EDGEATTN_TENSOR_CORES
-    if (path == KernelPath::kTensorCore)
-    {
-        status = quadratic ? launchLinearAttentionMma<FeatureMap::kQuadraticTaylor, false>(
-                     params, plan, mmaPlan, batch, workspace, cudaStream, __func__)
-                           : launchLinearAttentionMma<FeatureMap::kRelu, false>(
-                               params, plan, mmaPlan, batch, workspace, cudaStream, __func__);
-        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
-    }
-#endif
-    if (dtype == EDGEATTN_DTYPE_FLOAT16)
-    {
-        status = quadratic ? launchLinearAttention<__half, FeatureMap::kQuadraticTaylor, false>(
-                     params, plan, batch, workspace, cudaStream, __func__)
-                           : launchLinearAttention<__half, FeatureMap::kRelu, false>(
-                               params, plan, batch, workspace, cudaStream, __func__);
-    }
-    else
-    {
-        status = quadratic ? launchLinearAttention<float, FeatureMap::kQuadraticTaylor, false>(
-                     params, plan, batch, workspace, cudaStream, __func__)
-                           : launchLinearAttention<float, FeatureMap::kRelu, false>(
-                               params, plan, batch, workspace, cudaStream, __func__);
-    }
-    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    return launchOnKernelPath(
+        __func__, hasTensorCoreKernel,
+        [&](char const* function) {
+            return quadratic ? launchLinearAttentionMma<FeatureMap::kQuadraticTaylor, false>(
+                       params, plan, mmaPlan, batch, workspace, cudaStream, function)
+                             : launchLinearAttentionMma<FeatureMap::kRelu, false>(
+                                 params, plan, mmaPlan, batch, workspace, cudaStream, function);
+        },
+        [&](char const* function) {
+            if (dtype == EDGEATTN_DTYPE_FLOAT16)
+            {
+                return quadratic ? launchLinearAttention<__half, FeatureMap::kQuadraticTaylor, false>(
+                           params, plan, batch, workspace, cudaStream, function)
+                                 : launchLinearAttention<__half, FeatureMap::kRelu, false>(
+                                     params, plan, batch, workspace, cudaStream, function);
+            }
+            return quadratic ? launchLinearAttention<float, FeatureMap::kQuadraticTaylor, false>(
+                       params, plan, batch, workspace, cudaStream, function)
+                             : launchLinearAttention<float, FeatureMap::kRelu, false>(
+                                 params, plan, batch, workspace, cudaStream, function);
+        });
 }

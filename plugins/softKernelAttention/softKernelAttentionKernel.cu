@@ -66,6 +66,13 @@ struct SoftParams
     float* y2;            // [problem][Mp][dPad]
 };
 
+//! Offset of channel 0 of `head` (d channels) in batch `batch` of a (B, rows, C) input or output: q, v and out have
+//! p.tokens rows, the landmarks p.numLandmarks.
+__device__ __forceinline__ int64_t headOffset(SoftParams const& p, int batch, int rows, int head, int d)
+{
+    return static_cast<int64_t>(batch) * rows * p.channels + static_cast<int64_t>(head) * d;
+}
+
 struct SoftPlan
 {
     int landmarkPad;
@@ -224,8 +231,7 @@ __global__ void __launch_bounds__(512) softNewtonKernel(SoftParams const p)
         base[index] = 0.0F;
     }
     __syncthreads();
-    T const* __restrict__ landmarkPtr = static_cast<T const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+    T const* __restrict__ landmarkPtr = static_cast<T const*>(p.landmarks) + headOffset(p, batch, m, head, d);
     for (int index = threadIdx.x; index < m * d; index += blockDim.x)
     {
         int const i = index / d;
@@ -408,6 +414,22 @@ __device__ __forceinline__ void gaussianTile(float const* queriesT, float const*
     }
 }
 
+//! Calls visit(s, row0, j0) for each of this thread's kSoftTilesPerThread 4x4 accumulator tiles (tile threadIdx.x +
+//! s blockDim.x of `tiles`, tilesJ of them per tile row) with the tile's first row and column.
+template <typename Visit>
+__device__ __forceinline__ void forEachThreadTile(int tiles, int tilesJ, Visit const& visit)
+{
+#pragma unroll
+    for (int s = 0; s < kSoftTilesPerThread; ++s)
+    {
+        int const tile = threadIdx.x + s * blockDim.x;
+        if (tile < tiles)
+        {
+            visit(s, (tile / tilesJ) * 4, (tile % tilesJ) * 4);
+        }
+    }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams const p)
 {
@@ -432,11 +454,10 @@ __global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams c
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
-    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    int64_t const tokenBase = headOffset(p, batch, p.tokens, head, d);
     T const* __restrict__ qPtr = static_cast<T const*>(p.q) + tokenBase;
     T const* __restrict__ vPtr = static_cast<T const*>(p.v) + tokenBase;
-    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
+    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks) + headOffset(p, batch, p.numLandmarks, head, d);
 
     for (int index = threadIdx.x; index < tokenTile * dPad; index += blockDim.x)
     {
@@ -472,43 +493,27 @@ __global__ void __launch_bounds__(kSoftPassThreads) softPass1Kernel(SoftParams c
         gaussianTile<false>(queriesT, landmarksT, queryNorms, landmarkNorms, tokenTile, landmarkTile, d, count,
             p.numLandmarks - landmarkBegin, kernelTile);
         __syncthreads();
-#pragma unroll
-        for (int s = 0; s < kSoftTilesPerThread; ++s)
-        {
-            int const tile = threadIdx.x + s * blockDim.x;
-            if (tile < accumulatorTiles)
-            {
-                int const i0 = (tile / tilesJ) * 4;
-                int const j0 = (tile % tilesJ) * 4;
-                mmaTile4x4(acc[s], kernelTile, landmarkTile, i0, values, dPad, j0, count);
-            }
-        }
+        forEachThreadTile(accumulatorTiles, tilesJ, [&](int s, int i0, int j0) {
+            mmaTile4x4(acc[s], kernelTile, landmarkTile, i0, values, dPad, j0, count);
+        });
     }
 
     float* const partial = p.partials + (problem * p.splits + split) * p.landmarkPad * dPad;
+    forEachThreadTile(accumulatorTiles, tilesJ, [&](int s, int i0, int j0) {
 #pragma unroll
-    for (int s = 0; s < kSoftTilesPerThread; ++s)
-    {
-        int const tile = threadIdx.x + s * blockDim.x;
-        if (tile < accumulatorTiles)
+        for (int r = 0; r < 4; ++r)
         {
-            int const i0 = (tile / tilesJ) * 4;
-            int const j0 = (tile % tilesJ) * 4;
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
+            int const row = landmarkBegin + i0 + r;
+            if (row < p.landmarkPad)
             {
-                int const row = landmarkBegin + i0 + r;
-                if (row < p.landmarkPad)
-                {
 #pragma unroll
-                    for (int c = 0; c < 4; ++c)
-                    {
-                        partial[static_cast<int64_t>(row) * dPad + j0 + c] = acc[s][r][c];
-                    }
+                for (int c = 0; c < 4; ++c)
+                {
+                    partial[static_cast<int64_t>(row) * dPad + j0 + c] = acc[s][r][c];
                 }
             }
         }
-    }
+    });
 }
 
 __global__ void __launch_bounds__(256) softProjectKernel(SoftParams const p)
@@ -576,11 +581,10 @@ __global__ void __launch_bounds__(kSoftPassThreads, 1) softPass2Kernel(SoftParam
     int const batch = blockIdx.z;
     int const count = min(tokenTile, p.tokens - tileBegin);
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
-    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    int64_t const tokenBase = headOffset(p, batch, p.tokens, head, d);
     T const* __restrict__ qPtr = static_cast<T const*>(p.q) + tokenBase;
     T* __restrict__ outPtr = static_cast<T*>(p.out) + tokenBase;
-    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
+    T const* __restrict__ lPtr = static_cast<T const*>(p.landmarks) + headOffset(p, batch, p.numLandmarks, head, d);
     float const* const y2 = p.y2 + problem * p.landmarkPad * dPad;
 
     loadTokenTileTransposed(qPtr, p.channels, tileBegin, count, tokenTile, d, queriesT);
@@ -612,45 +616,55 @@ __global__ void __launch_bounds__(kSoftPassThreads, 1) softPass2Kernel(SoftParam
         gaussianTile<true>(queriesT, landmarksT, queryNorms, landmarkNorms, tokenTile, landmarkTile, d, count,
             p.numLandmarks - landmarkBegin, kernelT);
         __syncthreads();
-#pragma unroll
-        for (int s = 0; s < kSoftTilesPerThread; ++s)
-        {
-            int const tile = threadIdx.x + s * blockDim.x;
-            if (tile < outputTiles)
-            {
-                int const n0 = (tile / tilesJ) * 4;
-                int const j0 = (tile % tilesJ) * 4;
-                mmaTile4x4(acc[s], kernelT, tokenTile, n0, y2Tile, dPad, j0, chunk);
-            }
-        }
+        forEachThreadTile(outputTiles, tilesJ, [&](int s, int n0, int j0) {
+            mmaTile4x4(acc[s], kernelT, tokenTile, n0, y2Tile, dPad, j0, chunk);
+        });
     }
 
+    forEachThreadTile(outputTiles, tilesJ, [&](int s, int n0, int j0) {
 #pragma unroll
-    for (int s = 0; s < kSoftTilesPerThread; ++s)
-    {
-        int const tile = threadIdx.x + s * blockDim.x;
-        if (tile < outputTiles)
+        for (int r = 0; r < 4; ++r)
         {
-            int const n0 = (tile / tilesJ) * 4;
-            int const j0 = (tile % tilesJ) * 4;
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
+            if (n0 + r < count)
             {
-                if (n0 + r < count)
-                {
 #pragma unroll
-                    for (int c = 0; c < 4; ++c)
+                for (int c = 0; c < 4; ++c)
+                {
+                    if (j0 + c < d)
                     {
-                        if (j0 + c < d)
-                        {
-                            outPtr[static_cast<int64_t>(tileBegin + n0 + r) * p.channels + j0 + c]
-                                = fromFloat<T>(acc[s][r][c]);
-                        }
+                        outPtr[static_cast<int64_t>(tileBegin + n0 + r) * p.channels + j0 + c]
+                            = fromFloat<T>(acc[s][r][c]);
                     }
                 }
             }
         }
+    });
+}
+
+//! The scalar Newton-Raphson launch (its matrices in shared memory when they fit, else in the workspace).
+template <typename T>
+int launchSoftNewton(SoftParams const& params, SoftPlan const& plan, int batch, cudaStream_t stream,
+    char const* function)
+{
+    dim3 const perProblem(params.heads, batch);
+    if (plan.newtonInShared)
+    {
+        softNewtonKernel<T, true>
+            <<<perProblem, kNewtonSharedThreads, plan.newtonFloats * sizeof(float), stream>>>(params);
     }
+    else
+    {
+        softNewtonKernel<T, false><<<perProblem, kNewtonGlobalThreads, 0, stream>>>(params);
+    }
+    return checkLaunch(function, "softNewtonKernel");
+}
+
+//! The projection between either path's pass 1 and pass 2.
+int launchSoftProject(SoftParams const& params, int batch, cudaStream_t stream, char const* function)
+{
+    dim3 const perProblem(params.heads, batch);
+    softProjectKernel<<<perProblem, 256, 0, stream>>>(params);
+    return checkLaunch(function, "softProjectKernel");
 }
 
 
@@ -712,14 +726,153 @@ constexpr size_t kSoftNewtonMmaSharedBytes
     = 4 * 64 * kSoftNewtonMmaStride * 2 + (64 + 64 + 32) * sizeof(float);
 
 #if EDGEATTN_MMA_AVAILABLE
-//! The Gaussian kernel values of C fragment `s` (rows, columns valid or not), scaled by 2^14 for the split.
-__device__ __forceinline__ void gaussianFragment(mma::FragmentC const& s, float const (&rowNorms)[4],
-    float const (&columnNorms)[4], bool const (&valid)[4], float (&out)[4])
+//! Zeroes `floats` floats of shared memory from `base`: the staged rows' padding stays zero for the whole kernel.
+__device__ __forceinline__ void zeroSharedFloats(void* base, int floats)
 {
+    for (int index = threadIdx.x; index < floats; index += blockDim.x)
+    {
+        static_cast<float*>(base)[index] = 0.0F;
+    }
+}
+
+//! Rows first.. first + rows - 1 of one head's d channels (`sourceStride` halves apart in global memory) as f16 rows
+//! `rowStride` halves apart in shared memory; rows from `validRows` on are zero, the channel padding is not written.
+__device__ __forceinline__ void stageHeadRows(__half* staged, int rowStride, __half const* __restrict__ source,
+    int64_t sourceStride, int first, int rows, int validRows, int d)
+{
+    __half const zero = __float2half_rn(0.0F);
+    for (int index = threadIdx.x; index < rows * d; index += blockDim.x)
+    {
+        int const i = index / d;
+        int const c = index - i * d;
+        staged[i * rowStride + c] = i < validRows ? source[static_cast<int64_t>(first + i) * sourceStride + c] : zero;
+    }
+}
+
+//! FP32 squared norms of `rows` staged f16 rows of d channels: the |q|^2 and |l|^2 of the Gaussian epilogue.
+__device__ __forceinline__ void stagedRowNorms(__half const* staged, int rowStride, int rows, int d, float* norms)
+{
+    for (int i = threadIdx.x; i < rows; i += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int c = 0; c < d; ++c)
+        {
+            float const value = __half2float(staged[i * rowStride + c]);
+            sum = fmaf(value, value, sum);
+        }
+        norms[i] = sum;
+    }
+}
+
+/*
+ * dots += R C^T for the 16 staged rows at `rows` and the column tiles (8 staged rows each) at `columns`, both
+ * k-contiguous with `stride` halves per row and `depthSteps` 16-deep k blocks; column tiles from `columnCount` on are
+ * skipped (exact f16 inputs: the dot products of the Gaussian kernel). A warp collective.
+ */
+template <int kTiles>
+__device__ __forceinline__ void accumulateDots(mma::FragmentC (&dots)[kTiles], __half const* rows,
+    __half const* columns, int stride, int depthSteps, int columnCount)
+{
+    for (int step = 0; step < depthSteps; ++step)
+    {
+        mma::FragmentA row;
+        loadFragmentA<false>(row, rows + step * 16, stride);
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t)
+        {
+            if (t * 8 < columnCount)
+            {
+                mma::FragmentB column;
+                loadFragmentB<false>(column, columns + t * 8 * stride + step * 16, stride);
+                mma::mmaF16(dots[t], row, column);
+            }
+        }
+    }
+}
+
+//! The squared norms of the rows this lane's C-fragment elements lie in (row firstRow + cRow of the warp's 16-row
+//! block), and whether each row lies before `validRows`.
+__device__ __forceinline__ void fragmentRowNorms(
+    float const* norms, int firstRow, int validRows, float (&rowNorms)[4], bool (&rowValid)[4])
+{
+    int const lane = threadIdx.x & 31;
 #pragma unroll
     for (int e = 0; e < 4; ++e)
     {
-        out[e] = valid[e] ? gaussianKernel(rowNorms[e], columnNorms[e], s.x[e]) * kSplitUnitScale : 0.0F;
+        int const row = firstRow + mma::cRow(lane, e);
+        rowNorms[e] = norms[row];
+        rowValid[e] = row < validRows;
+    }
+}
+
+/*
+ * P for k block `block` of a warp's 16 x 64 dot products (C tiles 2 block and 2 block + 1), as the split A fragments
+ * of the next product: the Gaussian kernel of each dot product with its row's and column's squared norm, scaled by
+ * 2^14 for the split; entries of invalid rows and of columns from `columnCount` on are 0.
+ */
+__device__ __forceinline__ void gaussianBlockToA(mma::FragmentC const (&dots)[8], int block,
+    float const (&rowNorms)[4], bool const (&rowValid)[4], float const* columnNorms, int columnCount,
+    mma::FragmentA* high, mma::FragmentA* low)
+{
+    int const lane = threadIdx.x & 31;
+    float kernelValues[2][4];
+#pragma unroll
+    for (int side = 0; side < 2; ++side)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            int const column = (2 * block + side) * 8 + mma::cCol(lane, e);
+            float const columnNorm = columnNorms[column];
+            kernelValues[side][e] = rowValid[e] && column < columnCount
+                ? gaussianKernel(rowNorms[e], columnNorm, dots[2 * block + side].x[e]) * kSplitUnitScale
+                : 0.0F;
+        }
+    }
+    splitCToA(kernelValues[0], kernelValues[1], high, low);
+}
+
+/*
+ * acc += P B for the warp's 16 rows: P from the dot products (gaussianBlockToA, columns from `columnCount` on 0), B
+ * the staged rows 0.. columnCount - 1 of `valueTiles` 8-column tiles (n-contiguous, `stride` halves per row), either
+ * exact f16 values (bHigh; pass 1's v) or split into bHigh + bLow (kSplitB; pass 2's Y2).
+ */
+template <bool kSplitB, int kValueTiles>
+__device__ __forceinline__ void accumulateGaussianProduct(mma::FragmentC (&acc)[kValueTiles],
+    mma::FragmentC const (&dots)[8], float const (&rowNorms)[4], bool const (&rowValid)[4], float const* columnNorms,
+    int columnCount, __half const* bHigh, __half const* bLow, int stride, int valueTiles)
+{
+#pragma unroll
+    for (int block = 0; block < 4; ++block)
+    {
+        if (block * 16 >= columnCount)
+        {
+            break;
+        }
+        mma::FragmentA high;
+        mma::FragmentA low;
+        gaussianBlockToA(dots, block, rowNorms, rowValid, columnNorms, columnCount, &high, &low);
+#pragma unroll
+        for (int t = 0; t < kValueTiles; ++t)
+        {
+            if (t < valueTiles)
+            {
+                int const at = block * 16 * stride + t * 8;
+                mma::FragmentB valueHigh;
+                loadFragmentB<true>(valueHigh, bHigh + at, stride);
+                if (kSplitB)
+                {
+                    mma::FragmentB valueLow;
+                    loadFragmentB<true>(valueLow, bLow + at, stride);
+                    mmaSplitBoth(acc[t], high, low, valueHigh, valueLow);
+                }
+                else
+                {
+                    mma::mmaF16(acc[t], low, valueHigh);
+                    mma::mmaF16(acc[t], high, valueHigh);
+                }
+            }
+        }
     }
 }
 #endif
@@ -749,146 +902,41 @@ __global__ void __launch_bounds__(kSoftMmaPassThreads) softPass1MmaKernel(SoftPa
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
-    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    int64_t const tokenBase = headOffset(p, batch, p.tokens, head, d);
     __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + tokenBase;
     __half const* __restrict__ vPtr = static_cast<__half const*>(p.v) + tokenBase;
-    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * p.numLandmarks * p.channels + static_cast<int64_t>(head) * d;
-    __half const zero = __float2half_rn(0.0F);
+    __half const* __restrict__ lPtr
+        = static_cast<__half const*>(p.landmarks) + headOffset(p, batch, p.numLandmarks, head, d);
 
     int const stagedHalves = (chunkRows + kSoftMmaTokenTile) * rowStride + kSoftMmaTokenTile * valueStride;
-    for (int index = threadIdx.x; index < stagedHalves / 2; index += blockDim.x)
-    {
-        reinterpret_cast<float*>(landmarks)[index] = 0.0F; // channel padding stays zero
-    }
+    zeroSharedFloats(landmarks, stagedHalves / 2);
     __syncthreads();
-    for (int index = threadIdx.x; index < chunkRows * d; index += blockDim.x)
-    {
-        int const i = index / d;
-        int const c = index - i * d;
-        int const landmark = landmarkBegin + i;
-        landmarks[i * rowStride + c]
-            = landmark < p.numLandmarks ? lPtr[static_cast<int64_t>(landmark) * p.channels + c] : zero;
-    }
+    stageHeadRows(landmarks, rowStride, lPtr, p.channels, landmarkBegin, chunkRows, p.numLandmarks - landmarkBegin, d);
     __syncthreads();
-    for (int i = threadIdx.x; i < chunkRows; i += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int c = 0; c < d; ++c)
-        {
-            float const value = __half2float(landmarks[i * rowStride + c]);
-            sum = fmaf(value, value, sum);
-        }
-        landmarkNorms[i] = sum;
-    }
+    stagedRowNorms(landmarks, rowStride, chunkRows, d, landmarkNorms);
 
     mma::FragmentC acc[kValueTiles];
-#pragma unroll
-    for (int t = 0; t < kValueTiles; ++t)
-    {
-        zeroFragment(acc[t]);
-    }
-    float rowNorms[4];
-    bool rowValid[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-    {
-        int const row = warp * 16 + mma::cRow(lane, e);
-        rowValid[e] = landmarkBegin + row < p.numLandmarks;
-        rowNorms[e] = 0.0F; // read after the first tile's barrier
-    }
-
+    zeroFragments(acc);
     for (int tileBegin = begin; tileBegin < end; tileBegin += kSoftMmaTokenTile)
     {
         int const count = min(kSoftMmaTokenTile, end - tileBegin);
         __syncthreads(); // the previous tile's fragment loads are done (and the landmark norms are visible)
-        for (int index = threadIdx.x; index < kSoftMmaTokenTile * d; index += blockDim.x)
-        {
-            int const n = index / d;
-            int const c = index - n * d;
-            bool const valid = n < count;
-            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.channels + c;
-            queries[n * rowStride + c] = valid ? qPtr[offset] : zero;
-            values[n * valueStride + c] = valid ? vPtr[offset] : zero;
-        }
+        stageHeadRows(queries, rowStride, qPtr, p.channels, tileBegin, kSoftMmaTokenTile, count, d);
+        stageHeadRows(values, valueStride, vPtr, p.channels, tileBegin, kSoftMmaTokenTile, count, d);
         __syncthreads();
-        for (int n = threadIdx.x; n < kSoftMmaTokenTile; n += blockDim.x)
-        {
-            float sum = 0.0F;
-            for (int c = 0; c < d; ++c)
-            {
-                float const value = __half2float(queries[n * rowStride + c]);
-                sum = fmaf(value, value, sum);
-            }
-            queryNorms[n] = sum;
-        }
+        stagedRowNorms(queries, rowStride, kSoftMmaTokenTile, d, queryNorms);
         __syncthreads();
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-        {
-            rowNorms[e] = landmarkNorms[warp * 16 + mma::cRow(lane, e)];
-        }
+        float rowNorms[4];
+        bool rowValid[4];
+        fragmentRowNorms(landmarkNorms, warp * 16, p.numLandmarks - landmarkBegin, rowNorms, rowValid);
 
-        // S = L Q^T for this warp's 16 landmarks and the tile's 64 tokens (exact f16 inputs)
+        // S = L Q^T for this warp's 16 landmarks and the tile's 64 tokens
         mma::FragmentC scores[8];
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-        {
-            zeroFragment(scores[t]);
-        }
-        for (int step = 0; step < depthSteps; ++step)
-        {
-            mma::FragmentA landmark;
-            loadFragmentA<false>(landmark, landmarks + warp * 16 * rowStride + step * 16, rowStride);
-#pragma unroll
-            for (int t = 0; t < 8; ++t)
-            {
-                if (t * 8 < count)
-                {
-                    mma::FragmentB query;
-                    loadFragmentB<false>(query, queries + t * 8 * rowStride + step * 16, rowStride);
-                    mma::mmaF16(scores[t], landmark, query);
-                }
-            }
-        }
-        // P (Gaussian epilogue, padded landmarks and tokens 0) as the A operand of P V, 16 tokens at a time
-#pragma unroll
-        for (int block = 0; block < 4; ++block)
-        {
-            if (block * 16 >= count)
-            {
-                break;
-            }
-            float kernelValues[2][4];
-#pragma unroll
-            for (int side = 0; side < 2; ++side)
-            {
-                float columnNorms[4];
-                bool valid[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                {
-                    int const n = (2 * block + side) * 8 + mma::cCol(lane, e);
-                    columnNorms[e] = queryNorms[n];
-                    valid[e] = rowValid[e] && n < count;
-                }
-                gaussianFragment(scores[2 * block + side], rowNorms, columnNorms, valid, kernelValues[side]);
-            }
-            mma::FragmentA high;
-            mma::FragmentA low;
-            splitCToA(kernelValues[0], kernelValues[1], &high, &low);
-#pragma unroll
-            for (int t = 0; t < kValueTiles; ++t)
-            {
-                if (t < p.mmaValueTiles)
-                {
-                    mma::FragmentB value;
-                    loadFragmentB<true>(value, values + block * 16 * valueStride + t * 8, valueStride);
-                    mma::mmaF16(acc[t], low, value);
-                    mma::mmaF16(acc[t], high, value);
-                }
-            }
-        }
+        zeroFragments(scores);
+        accumulateDots(scores, landmarks + warp * 16 * rowStride, queries, rowStride, depthSteps, count);
+        // P V with P (Gaussian epilogue, padded landmarks and tokens 0) as the A operand, 16 tokens at a time
+        accumulateGaussianProduct<false>(
+            acc, scores, rowNorms, rowValid, queryNorms, count, values, nullptr, valueStride, p.mmaValueTiles);
     }
 
     float* const partial = p.partials + (problem * p.splits + split) * p.landmarkPad * p.headPad;
@@ -934,56 +982,28 @@ __global__ void __launch_bounds__(kSoftMmaPassThreads) softPass2MmaKernel(SoftPa
     int const count = min(kSoftMmaTokenTile, p.tokens - tileBegin);
     int const m = p.numLandmarks;
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
-    int64_t const tokenBase = static_cast<int64_t>(batch) * p.tokens * p.channels + static_cast<int64_t>(head) * d;
+    int64_t const tokenBase = headOffset(p, batch, p.tokens, head, d);
     __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + tokenBase;
     __half* __restrict__ outPtr = static_cast<__half*>(p.out) + tokenBase;
-    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+    __half const* __restrict__ lPtr
+        = static_cast<__half const*>(p.landmarks) + headOffset(p, batch, p.numLandmarks, head, d);
     float const* const y2 = p.y2 + problem * p.landmarkPad * p.headPad;
-    __half const zero = __float2half_rn(0.0F);
     int const rowBase = warp * 16;
     bool const active = rowBase < count; // uniform per warp
 
-    for (int index = threadIdx.x; index < (kSoftMmaTokenTile + kSoftMmaChunk) * rowStride / 2; index += blockDim.x)
-    {
-        reinterpret_cast<float*>(queries)[index] = 0.0F; // channel padding of q and the landmarks stays zero
-    }
+    zeroSharedFloats(queries, (kSoftMmaTokenTile + kSoftMmaChunk) * rowStride / 2);
     __syncthreads();
-    for (int index = threadIdx.x; index < kSoftMmaTokenTile * d; index += blockDim.x)
-    {
-        int const n = index / d;
-        int const c = index - n * d;
-        queries[n * rowStride + c] = n < count ? qPtr[static_cast<int64_t>(tileBegin + n) * p.channels + c] : zero;
-    }
+    stageHeadRows(queries, rowStride, qPtr, p.channels, tileBegin, kSoftMmaTokenTile, count, d);
     __syncthreads();
-    for (int n = threadIdx.x; n < kSoftMmaTokenTile; n += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int c = 0; c < d; ++c)
-        {
-            float const value = __half2float(queries[n * rowStride + c]);
-            sum = fmaf(value, value, sum);
-        }
-        queryNorms[n] = sum;
-    }
+    stagedRowNorms(queries, rowStride, kSoftMmaTokenTile, d, queryNorms);
 
     mma::FragmentC acc[kValueTiles];
-#pragma unroll
-    for (int t = 0; t < kValueTiles; ++t)
-    {
-        zeroFragment(acc[t]);
-    }
+    zeroFragments(acc);
     for (int chunkBegin = 0; chunkBegin < m; chunkBegin += kSoftMmaChunk)
     {
         int const chunkRows = min(kSoftMmaChunk, m - chunkBegin);
         __syncthreads(); // the previous chunk's fragment loads are done
-        for (int index = threadIdx.x; index < kSoftMmaChunk * d; index += blockDim.x)
-        {
-            int const i = index / d;
-            int const c = index - i * d;
-            landmarks[i * rowStride + c]
-                = i < chunkRows ? lPtr[static_cast<int64_t>(chunkBegin + i) * p.channels + c] : zero;
-        }
+        stageHeadRows(landmarks, rowStride, lPtr, p.channels, chunkBegin, kSoftMmaChunk, chunkRows, d);
         for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
         {
             float maxAbs = 0.0F;
@@ -994,16 +1014,7 @@ __global__ void __launch_bounds__(kSoftMmaPassThreads) softPass2MmaKernel(SoftPa
             columnScale[j] = splitScale(maxAbs);
         }
         __syncthreads();
-        for (int i = threadIdx.x; i < kSoftMmaChunk; i += blockDim.x)
-        {
-            float sum = 0.0F;
-            for (int c = 0; c < d; ++c)
-            {
-                float const value = __half2float(landmarks[i * rowStride + c]);
-                sum = fmaf(value, value, sum);
-            }
-            landmarkNorms[i] = sum;
-        }
+        stagedRowNorms(landmarks, rowStride, kSoftMmaChunk, d, landmarkNorms);
         for (int index = threadIdx.x; index < kSoftMmaChunk * valueColumns; index += blockDim.x)
         {
             int const i = index / valueColumns;
@@ -1019,82 +1030,18 @@ __global__ void __launch_bounds__(kSoftMmaPassThreads) softPass2MmaKernel(SoftPa
             continue;
         }
 
-        // S^T = Q L^T for this warp's 16 tokens and the chunk's landmarks (exact f16 inputs)
+        // S^T = Q L^T for this warp's 16 tokens and the chunk's landmarks
         mma::FragmentC scores[8];
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-        {
-            zeroFragment(scores[t]);
-        }
-        for (int step = 0; step < depthSteps; ++step)
-        {
-            mma::FragmentA query;
-            loadFragmentA<false>(query, queries + rowBase * rowStride + step * 16, rowStride);
-#pragma unroll
-            for (int t = 0; t < 8; ++t)
-            {
-                if (t * 8 < chunkRows)
-                {
-                    mma::FragmentB landmark;
-                    loadFragmentB<false>(landmark, landmarks + t * 8 * rowStride + step * 16, rowStride);
-                    mma::mmaF16(scores[t], query, landmark);
-                }
-            }
-        }
+        zeroFragments(scores);
+        accumulateDots(scores, queries + rowBase * rowStride, landmarks, rowStride, depthSteps, chunkRows);
         float rowNorms[4];
         bool rowValid[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-        {
-            int const n = rowBase + mma::cRow(lane, e);
-            rowNorms[e] = queryNorms[n];
-            rowValid[e] = n < count;
-        }
+        fragmentRowNorms(queryNorms, rowBase, count, rowNorms, rowValid);
         // per-chunk accumulators: each chunk's Y2 split has its own column scales
         mma::FragmentC chunkAcc[kValueTiles];
-#pragma unroll
-        for (int t = 0; t < kValueTiles; ++t)
-        {
-            zeroFragment(chunkAcc[t]);
-        }
-#pragma unroll
-        for (int block = 0; block < 4; ++block)
-        {
-            if (block * 16 >= chunkRows)
-            {
-                break;
-            }
-            float kernelValues[2][4];
-#pragma unroll
-            for (int side = 0; side < 2; ++side)
-            {
-                float columnNorms[4];
-                bool valid[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                {
-                    int const i = (2 * block + side) * 8 + mma::cCol(lane, e);
-                    columnNorms[e] = landmarkNorms[i];
-                    valid[e] = rowValid[e] && i < chunkRows;
-                }
-                gaussianFragment(scores[2 * block + side], rowNorms, columnNorms, valid, kernelValues[side]);
-            }
-            mma::FragmentA high;
-            mma::FragmentA low;
-            splitCToA(kernelValues[0], kernelValues[1], &high, &low);
-#pragma unroll
-            for (int t = 0; t < kValueTiles; ++t)
-            {
-                if (t < p.mmaValueTiles)
-                {
-                    mma::FragmentB y2HighFragment;
-                    mma::FragmentB y2LowFragment;
-                    loadFragmentB<true>(y2HighFragment, y2High + block * 16 * valueStride + t * 8, valueStride);
-                    loadFragmentB<true>(y2LowFragment, y2Low + block * 16 * valueStride + t * 8, valueStride);
-                    mmaSplitBoth(chunkAcc[t], high, low, y2HighFragment, y2LowFragment);
-                }
-            }
-        }
+        zeroFragments(chunkAcc);
+        accumulateGaussianProduct<true>(chunkAcc, scores, rowNorms, rowValid, landmarkNorms, chunkRows, y2High, y2Low,
+            valueStride, p.mmaValueTiles);
 #pragma unroll
         for (int t = 0; t < kValueTiles; ++t)
         {
@@ -1138,6 +1085,66 @@ __global__ void __launch_bounds__(kSoftMmaPassThreads) softPass2MmaKernel(SoftPa
 #endif // EDGEATTN_MMA_AVAILABLE
 }
 
+#if EDGEATTN_MMA_AVAILABLE
+/*
+ * The Newton kernel's warp tile: 16 rows (rowBlock) x 4 column tiles from columnBase of a matrix padded to `padded`
+ * rows and columns; column tiles from `padded` on are not used. Its staged matrices are kSoftNewtonMmaStride halves
+ * per row.
+ */
+struct NewtonWarpTile
+{
+    int rowBlock;
+    int columnBase;
+    int padded;
+
+    __device__ __forceinline__ bool hasColumnTile(int t) const
+    {
+        return columnBase + t * 8 < padded;
+    }
+};
+
+//! The warp tile's C fragments, times `scale`, split into hi / lo at their places of the staged matrices.
+__device__ __forceinline__ void storeSplitFragments(
+    mma::FragmentC const (&c)[4], float scale, NewtonWarpTile const& tile, __half* high, __half* low)
+{
+    int const lane = threadIdx.x & 31;
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+    {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+        {
+            int const at = (tile.rowBlock * 16 + mma::cRow(lane, e)) * kSoftNewtonMmaStride + tile.columnBase + t * 8
+                + mma::cCol(lane, e);
+            if (tile.hasColumnTile(t))
+            {
+                splitHalf(c[t].x[e] * scale, high + at, low + at);
+            }
+        }
+    }
+}
+
+//! product += (aHigh + aLow) B for k block `block` of the staged split matrix B (bHigh / bLow, n-contiguous), over
+//! the warp tile's column tiles (without the lo * lo term).
+__device__ __forceinline__ void accumulateSplitBlock(mma::FragmentC (&product)[4], mma::FragmentA const& aHigh,
+    mma::FragmentA const& aLow, __half const* bHigh, __half const* bLow, int block, NewtonWarpTile const& tile)
+{
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+    {
+        if (tile.hasColumnTile(t))
+        {
+            int const at = block * 16 * kSoftNewtonMmaStride + tile.columnBase + t * 8;
+            mma::FragmentB high;
+            mma::FragmentB low;
+            loadFragmentB<true>(high, bHigh + at, kSoftNewtonMmaStride);
+            loadFragmentB<true>(low, bLow + at, kSoftNewtonMmaStride);
+            mmaSplitBoth(product[t], aHigh, aLow, high, low);
+        }
+    }
+}
+#endif
+
 __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(SoftParams const p)
 {
 #if EDGEATTN_MMA_AVAILABLE
@@ -1168,57 +1175,24 @@ __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(Sof
     int const rowBlock = warp >> 1;
     int const columnBase = (warp & 1) * 32;
     bool const active = rowBlock < tiles; // uniform per warp: this warp owns rows 16 rowBlock.., 32 columns
-    __half const* __restrict__ lPtr = static_cast<__half const*>(p.landmarks)
-        + static_cast<int64_t>(batch) * m * p.channels + static_cast<int64_t>(head) * d;
+    NewtonWarpTile const tile = {rowBlock, columnBase, padded};
+    __half const* __restrict__ lPtr
+        = static_cast<__half const*>(p.landmarks) + headOffset(p, batch, p.numLandmarks, head, d);
 
-    for (int index = threadIdx.x; index < 64 * rowStride / 2; index += blockDim.x)
-    {
-        reinterpret_cast<float*>(landmarks)[index] = 0.0F;
-    }
+    zeroSharedFloats(landmarks, 64 * rowStride / 2);
     __syncthreads();
-    for (int index = threadIdx.x; index < m * d; index += blockDim.x)
-    {
-        int const i = index / d;
-        int const c = index - i * d;
-        landmarks[i * rowStride + c] = lPtr[static_cast<int64_t>(i) * p.channels + c];
-    }
+    stageHeadRows(landmarks, rowStride, lPtr, p.channels, 0, m, m, d);
     __syncthreads();
-    for (int i = threadIdx.x; i < 64; i += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int c = 0; c < d; ++c)
-        {
-            float const value = __half2float(landmarks[i * rowStride + c]);
-            sum = fmaf(value, value, sum);
-        }
-        norms[i] = sum;
-    }
+    stagedRowNorms(landmarks, rowStride, 64, d, norms);
     __syncthreads();
 
     // X as this warp's C fragments: 16 rows x 4 column tiles (tiles past the padded size unused)
     mma::FragmentC x[4];
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-    {
-        zeroFragment(x[t]);
-    }
+    zeroFragments(x);
     if (active)
     {
-        for (int step = 0; step < depthSteps; ++step)
-        {
-            mma::FragmentA left;
-            loadFragmentA<false>(left, landmarks + rowBlock * 16 * rowStride + step * 16, rowStride);
-#pragma unroll
-            for (int t = 0; t < 4; ++t)
-            {
-                if (columnBase + t * 8 < padded)
-                {
-                    mma::FragmentB right;
-                    loadFragmentB<false>(right, landmarks + (columnBase + t * 8) * rowStride + step * 16, rowStride);
-                    mma::mmaF16(x[t], left, right);
-                }
-            }
-        }
+        accumulateDots(x, landmarks + rowBlock * 16 * rowStride, landmarks + columnBase * rowStride, rowStride,
+            depthSteps, padded - columnBase);
 #pragma unroll
         for (int t = 0; t < 4; ++t)
         {
@@ -1257,15 +1231,7 @@ __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(Sof
         int const j = index - i * padded;
         splitHalf(gram[i * 64 + j] * kSplitUnitScale, tHigh + i * kStride + j, tLow + i * kStride + j);
     }
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-    {
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-        {
-            x[t].x[e] *= stepSize;
-        }
-    }
+    scaleFragments(x, stepSize);
     __syncthreads();
     // this warp's rows of A stay in registers for the whole iteration (A is the left operand of A X)
     mma::FragmentA aHigh[4];
@@ -1285,43 +1251,16 @@ __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(Sof
 
     for (int iteration = 0; iteration < p.newtonIters; ++iteration)
     {
-        float xMax = 0.0F;
-#pragma unroll
-        for (int t = 0; t < 4; ++t)
-        {
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-            {
-                xMax = fmaxf(xMax, fabsf(x[t].x[e]));
-            }
-        }
         // (its leading barrier also ends every warp's reads of the previous step's X and A X)
-        float const xScale = splitScale(blockReduceMax(xMax, scratch));
+        float const xScale = splitScale(blockReduceMax(fragmentsMaxAbs(x), scratch));
         if (active)
         {
-#pragma unroll
-            for (int t = 0; t < 4; ++t)
-            {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                {
-                    int const at
-                        = (rowBlock * 16 + mma::cRow(lane, e)) * kStride + columnBase + t * 8 + mma::cCol(lane, e);
-                    if (columnBase + t * 8 < padded)
-                    {
-                        splitHalf(x[t].x[e] * xScale, xHigh + at, xLow + at);
-                    }
-                }
-            }
+            storeSplitFragments(x, xScale, tile, xHigh, xLow);
         }
         __syncthreads();
         // A X
         mma::FragmentC product[4];
-#pragma unroll
-        for (int t = 0; t < 4; ++t)
-        {
-            zeroFragment(product[t]);
-        }
+        zeroFragments(product);
         float productMax = 0.0F;
         if (active)
         {
@@ -1330,60 +1269,22 @@ __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(Sof
             {
                 if (block < tiles)
                 {
-#pragma unroll
-                    for (int t = 0; t < 4; ++t)
-                    {
-                        if (columnBase + t * 8 < padded)
-                        {
-                            int const at = block * 16 * kStride + columnBase + t * 8;
-                            mma::FragmentB high;
-                            mma::FragmentB low;
-                            loadFragmentB<true>(high, xHigh + at, kStride);
-                            loadFragmentB<true>(low, xLow + at, kStride);
-                            mmaSplitBoth(product[t], aHigh[block], aLow[block], high, low);
-                        }
-                    }
+                    accumulateSplitBlock(product, aHigh[block], aLow[block], xHigh, xLow, block, tile);
                 }
             }
-            float const unscale = 1.0F / (kSplitUnitScale * xScale);
-#pragma unroll
-            for (int t = 0; t < 4; ++t)
-            {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                {
-                    product[t].x[e] *= unscale;
-                    productMax = fmaxf(productMax, fabsf(product[t].x[e]));
-                }
-            }
+            scaleFragments(product, 1.0F / (kSplitUnitScale * xScale));
+            productMax = fragmentsMaxAbs(product);
         }
         float const productScale = splitScale(blockReduceMax(productMax, scratch));
         if (active)
         {
-#pragma unroll
-            for (int t = 0; t < 4; ++t)
-            {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                {
-                    int const at
-                        = (rowBlock * 16 + mma::cRow(lane, e)) * kStride + columnBase + t * 8 + mma::cCol(lane, e);
-                    if (columnBase + t * 8 < padded)
-                    {
-                        splitHalf(product[t].x[e] * productScale, tHigh + at, tLow + at);
-                    }
-                }
-            }
+            storeSplitFragments(product, productScale, tile, tHigh, tLow);
         }
         __syncthreads();
         // X (A X), then X <- 2 X - X A X in registers
         if (active)
         {
-#pragma unroll
-            for (int t = 0; t < 4; ++t)
-            {
-                zeroFragment(product[t]);
-            }
+            zeroFragments(product);
 #pragma unroll
             for (int block = 0; block < 4; ++block)
             {
@@ -1393,19 +1294,7 @@ __global__ void __launch_bounds__(kSoftNewtonMmaThreads) softNewtonMmaKernel(Sof
                     mma::FragmentA low;
                     loadFragmentA<false>(high, xHigh + rowBlock * 16 * kStride + block * 16, kStride);
                     loadFragmentA<false>(low, xLow + rowBlock * 16 * kStride + block * 16, kStride);
-#pragma unroll
-                    for (int t = 0; t < 4; ++t)
-                    {
-                        if (columnBase + t * 8 < padded)
-                        {
-                            int const at = block * 16 * kStride + columnBase + t * 8;
-                            mma::FragmentB productHigh;
-                            mma::FragmentB productLow;
-                            loadFragmentB<true>(productHigh, tHigh + at, kStride);
-                            loadFragmentB<true>(productLow, tLow + at, kStride);
-                            mmaSplitBoth(product[t], high, low, productHigh, productLow);
-                        }
-                    }
+                    accumulateSplitBlock(product, high, low, tHigh, tLow, block, tile);
                 }
             }
             float const unscale = 1.0F / (xScale * productScale);
@@ -1458,13 +1347,10 @@ int launchSoftMmaPasses(SoftParams const& params, int batch, cudaStream_t stream
     softPass1MmaKernel<kValueTiles><<<pass1Grid, 32 * params.mmaLandmarkWarps,
         softPass1MmaSharedBytes(params.headDim, kValueTiles, params.mmaLandmarkWarps), stream>>>(params);
     int status = checkLaunch(function, "softPass1MmaKernel");
-    if (status != EDGEATTN_STATUS_SUCCESS)
+    if (status == EDGEATTN_STATUS_SUCCESS)
     {
-        return status;
+        status = launchSoftProject(params, batch, stream, function);
     }
-    dim3 const perProblem(params.heads, batch);
-    softProjectKernel<<<perProblem, 256, 0, stream>>>(params);
-    status = checkLaunch(function, "softProjectKernel");
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
@@ -1482,22 +1368,17 @@ int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream
     params.mmaChunks = ceilDiv(landmarkTiles, 4);
     params.mmaLandmarkWarps = ceilDiv(landmarkTiles, params.mmaChunks);
     params.mmaValueTiles = ceilDiv(params.headDim, 8);
-    dim3 const perProblem(params.heads, batch);
+    int status = EDGEATTN_STATUS_SUCCESS;
     if (params.numLandmarks <= kSoftNewtonMmaMaxLandmarks)
     {
+        dim3 const perProblem(params.heads, batch);
         softNewtonMmaKernel<<<perProblem, kSoftNewtonMmaThreads, kSoftNewtonMmaSharedBytes, stream>>>(params);
-    }
-    else if (plan.newtonInShared)
-    {
-        softNewtonKernel<__half, true>
-            <<<perProblem, kNewtonSharedThreads, plan.newtonFloats * sizeof(float), stream>>>(params);
+        status = checkLaunch(function, "softNewtonMmaKernel");
     }
     else
     {
-        softNewtonKernel<__half, false><<<perProblem, kNewtonGlobalThreads, 0, stream>>>(params);
+        status = launchSoftNewton<__half>(params, plan, batch, stream, function);
     }
-    int const status = checkLaunch(
-        function, params.numLandmarks <= kSoftNewtonMmaMaxLandmarks ? "softNewtonMmaKernel" : "softNewtonKernel");
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
@@ -1506,22 +1387,20 @@ int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream
     return params.mmaValueTiles <= 4 ? launchSoftMmaPasses<4>(params, batch, stream, function)
                                      : launchSoftMmaPasses<8>(params, batch, stream, function);
 }
+
+#else
+
+int launchSoftMma(SoftParams, SoftPlan const&, int, cudaStream_t, char const* function)
+{
+    return noTensorCoreKernels(function);
+}
+
 #endif // EDGEATTN_TENSOR_CORES
 
 template <typename T>
 int launchSoft(SoftParams const& params, SoftPlan const& plan, int batch, cudaStream_t stream, char const* function)
 {
-    dim3 const perProblem(params.heads, batch);
-    if (plan.newtonInShared)
-    {
-        softNewtonKernel<T, true>
-            <<<perProblem, kNewtonSharedThreads, plan.newtonFloats * sizeof(float), stream>>>(params);
-    }
-    else
-    {
-        softNewtonKernel<T, false><<<perProblem, kNewtonGlobalThreads, 0, stream>>>(params);
-    }
-    int status = checkLaunch(function, "softNewtonKernel");
+    int status = launchSoftNewton<T>(params, plan, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
@@ -1530,12 +1409,10 @@ int launchSoft(SoftParams const& params, SoftPlan const& plan, int batch, cudaSt
     dim3 const pass1Grid(plan.splits * chunks, params.heads, batch);
     softPass1Kernel<T><<<pass1Grid, kSoftPassThreads, plan.passSharedBytes, stream>>>(params);
     status = checkLaunch(function, "softPass1Kernel");
-    if (status != EDGEATTN_STATUS_SUCCESS)
+    if (status == EDGEATTN_STATUS_SUCCESS)
     {
-        return status;
+        status = launchSoftProject(params, batch, stream, function);
     }
-    softProjectKernel<<<perProblem, 256, 0, stream>>>(params);
-    status = checkLaunch(function, "softProjectKernel");
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
@@ -1635,20 +1512,11 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     // FP16 only: FP32 I/O stays on the scalar kernels (plugins/README.md, "Tensor cores").
     bool const hasTensorCoreKernel
         = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16 && softHasTensorCoreKernel(headDim);
-    KernelPath path = KernelPath::kScalar;
-    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
-    if (status != EDGEATTN_STATUS_SUCCESS)
-    {
-        return status;
-    }
-#if EDGEATTN_TENSOR_CORES
-    if (path == KernelPath::kTensorCore)
-    {
-        status = launchSoftMma(params, plan, batch, cudaStream, __func__);
-        return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
-    }
-#endif
-    status = dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, __func__)
-                                             : launchSoft<float>(params, plan, batch, cudaStream, __func__);
-    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
+    return launchOnKernelPath(
+        __func__, hasTensorCoreKernel,
+        [&](char const* function) { return launchSoftMma(params, plan, batch, cudaStream, function); },
+        [&](char const* function) {
+            return dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, function)
+                                                   : launchSoft<float>(params, plan, batch, cudaStream, function);
+        });
 }

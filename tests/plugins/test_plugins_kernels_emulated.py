@@ -777,16 +777,33 @@ PLANTED_LAYOUT_BUG = (
 )
 
 
+def planted_variant(mutations, planted):
+    """Fixture body: the emulated library built with ``mutations`` (a bug planted in copies of the kernel sources,
+    described by ``planted``), fresh before and after the module's tests."""
+    try:
+        library = build_emulated.cached_build(mutations=mutations)
+    except build_emulated.RewriteError as error:
+        pytest.fail("{} no longer applies: {}".format(planted, error))
+    variant = EmulatedKernels(library)
+    _fresh(variant)
+    yield variant
+    _fresh(variant)
+
+
+def planted_bug_failure(variant, run):
+    """The message with which ``run()`` (a kernel test on ``variant``) fails on the tensor-core path (sm_87), after it
+    passed on the scalar path (sm_53) of the same library."""
+    variant.set_compute_capability(5, 3)
+    run()
+    variant.set_compute_capability(8, 7)
+    with pytest.raises(AssertionError) as caught:
+        run()
+    return str(caught.value)
+
+
 @pytest.fixture(scope="module")
 def planted_kernels(emulated_library):
-    try:
-        library = build_emulated.cached_build(mutations=PLANTED_LAYOUT_BUG)
-    except build_emulated.RewriteError as error:
-        pytest.fail("the planted fragment-layout bug no longer applies to mma.cuh: {}".format(error))
-    kernels = EmulatedKernels(library)
-    _fresh(kernels)
-    yield kernels
-    _fresh(kernels)
+    yield from planted_variant(PLANTED_LAYOUT_BUG, "the planted fragment-layout bug of mma.cuh")
 
 
 @pytest.mark.parametrize("case", [BLOCKIFY_CASES[0], BLOCKIFY_CASES[6]],
@@ -794,12 +811,8 @@ def planted_kernels(emulated_library):
 def test_a_planted_fragment_layout_bug_fails_the_kernel_tests(planted_kernels, case):
     label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned = case
     q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, torch.float16)
-    planted_kernels.set_compute_capability(5, 3)
-    run_blockify(planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
-    planted_kernels.set_compute_capability(8, 7)
-    with pytest.raises(AssertionError) as caught:
-        run_blockify(planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
-    message = str(caught.value)
+    message = planted_bug_failure(planted_kernels, lambda: run_blockify(
+        planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned))
     assert "FP16 max error" in message or "left unwritten" in message or "depends on the block/warp" in message, \
         message
     assert planted_kernels.launches()[0].startswith("blockifyMmaKernel"), planted_kernels.launches()
@@ -895,21 +908,28 @@ LITE_MLA_CASES = [
 ]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("case", LITE_MLA_CASES, ids=[case[0] for case in LITE_MLA_CASES])
-def test_lite_mla_matches_reference(kernels, dtype, case):
-    """ReLU and quadratic-Taylor kernels, per-layer and per-group coefficients, G = 2..8, NCHW token-minor loads,
-    1 to 8 reduction groups per block (head_dim 64 QT: one group, 544 threads, 16-token output tiles), two splits,
-    and the ReLU all-zero query row (0 / (0 + eps) = 0)."""
+def lite_mla_case_inputs(case, dtype=torch.float16, scale=1.0):
+    """qkv of a LITE_MLA_CASES case and its QT coefficients (per layer, or per group)."""
     label, kernel, head_dim, groups, batch, height, width, coefficients = case
-    qkv = random_tensor((batch, groups * 3 * head_dim, height, width), dtype, seed=40)
-    qkv[:, :head_dim, 0, 0] = -1.0
+    qkv = random_tensor((batch, groups * 3 * head_dim, height, width), dtype, scale, seed=40)
+    qkv[:, :head_dim, 0, 0] = -1.0  # a ReLU query row of zeros: 0 / (0 + eps)
     if coefficients == "group":
         alpha = [0.5 + 0.125 * g for g in range(groups)]
         beta = [1.0 - 0.0625 * g for g in range(groups)]
         gamma = [1.0 + 0.25 * g for g in range(groups)]
     else:
         alpha, beta, gamma = (0.75,), (1.25,), (0.5,)
+    return qkv, alpha, beta, gamma
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", LITE_MLA_CASES, ids=[case[0] for case in LITE_MLA_CASES])
+def test_lite_mla_matches_reference(kernels, dtype, case):
+    """ReLU and quadratic-Taylor kernels, per-layer and per-group coefficients, G = 2..8, NCHW token-minor loads,
+    1 to 8 reduction groups per block (head_dim 64 QT: one group, 544 threads, 16-token output tiles), two splits,
+    and the ReLU all-zero query row (0 / (0 + eps) = 0)."""
+    label, kernel, head_dim = case[:3]
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(case, dtype)
     log = run_lite_mla(kernels, qkv, head_dim, kernel, 1e-6, alpha, beta, gamma, misaligned=True)
     feature_map = "kRelu" if kernel == "relu" else "kQuadraticTaylor"
     assert all(feature_map in record for record in log), log

@@ -20,11 +20,10 @@ torch = pytest.importorskip("torch")
 
 from edgeattn.ops.soft import gaussian_kernel, newton_pinv  # noqa: E402
 from edgeattn.plugins import kernels_abi  # noqa: E402
-from emulation import build_emulated  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
-    CAPABILITIES, CAPABILITY_IDS, EFFATT_CASES, LITE_MLA_CASES, SOFT_CASES, EmulatedKernels, _fresh,
-    effatt_inputs, emulated_kernels, emulated_library, kernels, planted_kernels, random_tensor, run_efficient,
-    run_lite_mla, run_soft, soft_inputs)
+    CAPABILITIES, CAPABILITY_IDS, EFFATT_CASES, LITE_MLA_CASES, SOFT_CASES, effatt_inputs, emulated_kernels,
+    emulated_library, kernels, lite_mla_case_inputs, planted_bug_failure, planted_kernels, planted_variant,
+    random_tensor, run_efficient, run_lite_mla, run_soft, soft_inputs)
 
 TENSOR_CORE = (8, 7)
 
@@ -54,19 +53,6 @@ def assert_soft_kernels(log, tensor_cores, landmarks, label):
         newton = "softNewtonMmaKernel" if landmarks <= 64 else "softNewtonKernel"  # M > 64: the scalar iteration
         expected = [newton, "softPass1MmaKernel", "softProjectKernel", "softPass2MmaKernel"]
     assert names == expected, (label, log)
-
-
-def lite_mla_case_inputs(case, scale=1.0):
-    label, kernel, head_dim, groups, batch, height, width, coefficients = case
-    qkv = random_tensor((batch, groups * 3 * head_dim, height, width), torch.float16, scale, seed=40)
-    qkv[:, :head_dim, 0, 0] = -1.0  # a ReLU query row of zeros: 0 / (0 + eps)
-    if coefficients == "group":
-        alpha = [0.5 + 0.125 * g for g in range(groups)]
-        beta = [1.0 - 0.0625 * g for g in range(groups)]
-        gamma = [1.0 + 0.25 * g for g in range(groups)]
-    else:
-        alpha, beta, gamma = (0.75,), (1.25,), (0.5,)
-    return qkv, alpha, beta, gamma
 
 
 def pooled_soft_inputs(batch, side, pool, channels, heads, seed=5):
@@ -176,14 +162,7 @@ def test_soft_with_landmarks_pooled_from_the_queries(kernels, symmetric, capabil
 # ---- why the operands are split (measured), and a layout bug ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def single_rounding_kernels(emulated_library):
-    try:
-        library = build_emulated.cached_build(mutations=SINGLE_ROUNDING)
-    except build_emulated.RewriteError as error:
-        pytest.fail("the single-rounding variant no longer applies to splitTensorCore.cuh: {}".format(error))
-    variant = EmulatedKernels(library)
-    _fresh(variant)
-    yield variant
-    _fresh(variant)
+    yield from planted_variant(SINGLE_ROUNDING, "the single-rounding variant of splitTensorCore.cuh")
 
 
 def _fails_the_fp16_criterion(run):
@@ -265,12 +244,7 @@ def test_a_planted_fragment_layout_bug_fails_every_tensor_core_op(planted_kernel
         qkv, alpha, beta, gamma = lite_mla_case_inputs(("planted", op, 16, 3, 3, 16, 17, "group"))
         return run_lite_mla(planted_kernels, qkv, 16, op, 1e-6, alpha, beta, gamma)
 
-    planted_kernels.set_compute_capability(5, 3)
-    run()
-    planted_kernels.set_compute_capability(*TENSOR_CORE)
-    with pytest.raises(AssertionError) as caught:
-        run()
-    message = str(caught.value)
+    message = planted_bug_failure(planted_kernels, run)
     assert ("FP16 max error" in message or "left unwritten" in message or "non-finite" in message
             or "depends on the block/warp" in message), message
     assert "Mma" in planted_kernels.launches()[0], planted_kernels.launches()

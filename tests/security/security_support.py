@@ -16,6 +16,7 @@ import pytest
 
 TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TESTS_DIR, "bench"))
+sys.path.insert(0, os.path.join(TESTS_DIR, "compare"))
 
 MARKER_LIBRARY_SOURCE = r"""
 #include <stdio.h>

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from bench_helpers import install_trtexec, matmul_model
+from compare_helpers import classifier_bytes, classifier_weight
 from jetson_support import capture
 from security_support import one_error_line
 from edgeattn.sweep.results import ResultStore
@@ -59,6 +60,9 @@ def good(tmp_path_factory):
 
     shutil.copy(os.path.join(profile_dir(), "host-cpu.yaml"), files["profile"])
     files["trtexec"] = install_trtexec(base / "trt", "10.3.0")
+    files["classifier"] = str(base / "classifier.onnx")
+    with open(files["classifier"], "wb") as handle:
+        handle.write(classifier_bytes(classifier_weight()))
     return files
 
 
@@ -118,6 +122,15 @@ def _case(command, kind, tmp_path, good, checkpoint=None):
             wrong.write_bytes(bench_record)
             _make_input(kind, good["results"], str(wrong), sweep, "results.json")
         return ["report", str(sweep)], str(sweep), sweep / "report.md"
+    if command.startswith("compare"):
+        # compare takes image classifiers: the wrong kind is a valid ONNX model of another kind (no image input);
+        # a checkpoint side is read by PyTorch, with the arch of the image classifier it is compared with
+        if command == "compare-checkpoint":
+            source = _make_input(kind, checkpoint, good["classifier"], inputs, "model.pt")
+        else:
+            source = _make_input(kind, good["classifier"], good["onnx"], inputs, "model.onnx")
+        pair = [good["classifier"], source] if command == "compare-reference" else [source, good["classifier"]]
+        return ["compare"] + pair + ["--quiet", "--json", str(out / "c.json")], source, out
     source = _make_input(kind, good["onnx"], good["log"], inputs, "model.onnx")
     argv = {
         "inspect": ["inspect", source],
@@ -130,16 +143,20 @@ def _case(command, kind, tmp_path, good, checkpoint=None):
 
 
 @pytest.mark.parametrize("kind", INPUT_KINDS)
-@pytest.mark.parametrize("command", ["export", "inspect", "build", "bench", "sweep", "power", "report", "profiles"])
+@pytest.mark.parametrize("command", ["export", "inspect", "build", "bench", "sweep", "power", "report", "profiles",
+                                     "compare", "compare-reference", "compare-checkpoint"])
 def test_bad_input_is_one_line_and_leaves_nothing(invoke, tmp_path, good, command, kind, request, monkeypatch):
-    if command == "export":
+    if command in ("export", "compare-checkpoint"):
         ckpt = request.getfixturevalue("checkpoint")
     else:
         ckpt = None
     monkeypatch.chdir(str(tmp_path))
     argv, source, must_not_exist = _case(command, kind, tmp_path, good, ckpt)
     before = sorted(os.listdir(str(tmp_path / "in")))
-    line = one_error_line(invoke(argv))
+    result = invoke(argv)
+    line = one_error_line(result)
+    if command.startswith("compare"):
+        assert result.stdout == ""  # no report of a comparison that did not happen
     # the message names the file it is about (as given, or the results.json inside a sweep directory)
     assert os.path.basename(source.rstrip("/")) in line, line
     assert not os.path.exists(str(must_not_exist))
@@ -198,10 +215,13 @@ def _output_case(command, place, tmp_path, good, checkpoint=None):
     if command == "report":
         shutil.copy(good["results"], place.join("results.json"))
         return ["report", place.path], place.path, []
+    if command == "compare":
+        return (["compare", good["classifier"], good["classifier"], "--quiet", "--json", place.join("c.json")],
+                place.join("c.json"), [])
     raise AssertionError(command)
 
 
-OUTPUT_COMMANDS = ["export", "export-summary", "build", "bench", "sweep", "report"]
+OUTPUT_COMMANDS = ["export", "export-summary", "build", "bench", "sweep", "report", "compare"]
 
 
 @pytest.mark.parametrize("how", ["read-only", "disk-full", "directory-in-the-way"])
@@ -210,7 +230,7 @@ def test_unwritable_destination_is_one_line_and_leaves_nothing(invoke, tmp_path,
                                                               monkeypatch):
     if command.startswith("export"):
         pytest.importorskip("torch")
-    if command == "bench":
+    if command in ("bench", "compare"):
         pytest.importorskip("onnxruntime")
     monkeypatch.chdir(str(tmp_path))
     target = place("dest")
@@ -227,7 +247,11 @@ def test_unwritable_destination_is_one_line_and_leaves_nothing(invoke, tmp_path,
         target.freeze()
     elif how == "disk-full":
         target.fill()
-    line = one_error_line(invoke(argv), progress_allowed=True)
+    result = invoke(argv)
+    line = one_error_line(result, progress_allowed=True)
+    if command == "compare":
+        # the comparison ran, but a report on stdout with exit status 2 would read as a result that was kept
+        assert result.stdout == ""
     # trtexec writes the engine itself: on a full disk it is trtexec that fails, and its reason is reported
     assert named in line or (command == "build" and line.startswith("edgeattn: error: trtexec ")), line
     reason = {"read-only": "Read-only file system" if target.real else "Permission denied",
