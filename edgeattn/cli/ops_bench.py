@@ -79,16 +79,20 @@ def ops_bench(json_path, tokens, heads, head_dim, window_size, threads, repeats,
     if threads is not None:
         torch.set_num_threads(threads)
 
-    def progress(done, total, message):
-        if done < total:
-            click.echo("ops-bench: [{}/{}] {}".format(done + 1, total, message), err=True)
+    from ..progress import Progress
 
     try:
-        record = run_ops_bench(tokens, heads=heads, head_dim=head_dim, window_size=window_size, repeats=repeats,
-                               min_time_s=min_time, ops=ops or OPS, progress=progress)
-        context = run_context()
-        context["gemm"] = measure_gemm(min_time_s=min_time)
-        record["context"] = context
+        # the operator being timed as a live line on a terminal, nothing in pipes (README "Output conventions")
+        with Progress("ops-bench") as shown:
+            def progress(done, total, message):
+                shown.update(message, completed=done, total=total)
+
+            record = run_ops_bench(tokens, heads=heads, head_dim=head_dim, window_size=window_size,
+                                   repeats=repeats, min_time_s=min_time, ops=ops or OPS, progress=progress)
+            shown.update("square GEMM")
+            context = run_context()
+            context["gemm"] = measure_gemm(min_time_s=min_time)
+            record["context"] = context
     except MemoryError:
         raise EdgeAttnError("ops-bench ran out of memory; use smaller --tokens")
     finally:
