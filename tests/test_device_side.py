@@ -146,6 +146,49 @@ def find_python38():
     return None
 
 
+#: what the device-side venv holds besides the board-side requirements: the test runner
+TEST_PACKAGES = ["pytest", "hypothesis", "pytest-xdist"]
+
+
+def board_venv(python38):
+    """(python, None) of a venv of ``python38`` holding only the board-side requirements and TEST_PACKAGES, or
+    (None, pip's output) when they do not install.
+
+    The venv is kept in the temp dir under a hash of the interpreter, the requirement list and pip's environment
+    (PIP_* variables), and reused while none of them changes: creating it costs ~25 s of CPU, as much as the pass
+    itself. It is published (INSTALL_OK written) only after pip succeeded, so a failed install is retried next time;
+    EDGEATTN_REBUILD_PY38=1 creates it anew. The project itself is not installed there (the pass runs the checkout
+    through PYTHONPATH), so changes to edgeattn never make it stale."""
+    import fcntl
+    import hashlib
+    import json
+    import tempfile
+
+    requirements = board_requirements() + TEST_PACKAGES
+    probe = subprocess.run([python38, "-c", "import sys; print(sys.version)"], stdout=subprocess.PIPE,
+                           universal_newlines=True, timeout=30, check=True).stdout
+    pip_environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))
+    key = json.dumps([os.path.realpath(python38), probe, requirements, pip_environment])
+    venv = os.path.join(tempfile.gettempdir(), "edgeattn-py38-venv-" + hashlib.sha256(key.encode()).hexdigest()[:16])
+    py = os.path.join(venv, "bin", "python")
+    marker = os.path.join(venv, "INSTALL_OK")
+    with open(venv + ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # one install per key across concurrent sessions
+        if os.environ.get("EDGEATTN_REBUILD_PY38") != "1" and os.path.isfile(marker):
+            return py, None
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([python38, "-m", "venv", venv], check=True, timeout=300)
+        install = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + requirements,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                 timeout=600)
+        if install.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
+            return None, install.stdout
+        with open(marker, "w") as handle:
+            handle.write(key)
+    return py, None
+
+
 @pytest.mark.slow
 def test_device_side_tests_pass_under_python38(tmp_path_factory, record_property):
     python38 = find_python38()
@@ -154,16 +197,9 @@ def test_device_side_tests_pass_under_python38(tmp_path_factory, record_property
     dirs = [d for d in DEVICE_SIDE_TEST_DIRS if os.path.isdir(os.path.join(REPO, d))]
     if not dirs:
         pytest.skip("no device-side test directories yet")
-    venv = str(tmp_path_factory.mktemp("py38") / "venv")
-    subprocess.run([python38, "-m", "venv", venv], check=True, timeout=300)
-    py = os.path.join(venv, "bin", "python")
-    install = subprocess.run(
-        [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + board_requirements()
-        + ["pytest", "hypothesis", "pytest-xdist"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600,
-    )
-    if install.returncode != 0:
-        message = "could not install the board-side requirements for Python 3.8:\n" + install.stdout[-2000:]
+    py, install = board_venv(python38)
+    if install is not None:
+        message = "could not install the board-side requirements for Python 3.8:\n" + install[-2000:]
         if in_ci():
             pytest.fail(message)
         pytest.skip(message)

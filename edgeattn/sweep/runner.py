@@ -26,6 +26,7 @@ from .. import profiles as profiles_io
 from ..jetson import board as board_io
 from ..jetson import clocks as clocks_io
 from ..jetson import default_root
+from ..jetson import tegrastats
 from ..jetson.lock import board_lock
 from . import state as state_io
 from .controllers import HostCpuController, JetsonController
@@ -508,8 +509,9 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
         raise EdgeAttnError("--clocks must be 'default' or 'max', got {!r}".format(options["clocks"]))
     if options["repeats"] < 1:
         raise EdgeAttnError("--repeats must be at least 1")
-    if options["interval_ms"] < 500:
-        raise EdgeAttnError("the power sampling interval must be at least 500 ms (INA3221 refreshes every ~430 ms)")
+    if options["interval_ms"] < tegrastats.MIN_INTERVAL_MS:
+        raise EdgeAttnError("the power sampling interval must be at least {} ms (INA3221 refreshes every ~430 ms)"
+                            .format(tegrastats.MIN_INTERVAL_MS))
 
     entries = _model_entries(options["models"])
     profile_obj, board = resolve_profile(options["profile"], root)

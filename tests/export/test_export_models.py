@@ -152,11 +152,12 @@ def export_for_tests(arch, directory):
         check_parity(arch, summary)
         exported = onnx.load(str(path))
         path.unlink()
-        gs_nodes = gs_custom_nodes(exported)
-        tensorrt_model = without_initializers(onnx.load_from_string(onnx_graph.strip_local_functions(exported)))
-        results[plugins] = Exported(summary, calls if plugins else [], without_initializers(exported), gs_nodes,
-                                    tensorrt_model)
+        gs_nodes = gs_custom_nodes(exported)  # before the weights go: the shapes of initializer inputs
+        graph_model = without_initializers(exported)
         del exported
+        # stripping the functions does not read the weights: strip the graph without them
+        tensorrt_model = onnx.load_from_string(onnx_graph.strip_local_functions(graph_model))
+        results[plugins] = Exported(summary, calls if plugins else [], graph_model, gs_nodes, tensorrt_model)
     results.setdefault(True, results[False])
     return results
 
@@ -168,11 +169,15 @@ def check_parity(arch, summary):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    """get(arch, plugins) -> Exported. Holds the exports of one model at a time: tests/conftest.py runs the tests of
+    one model back to back (and on one pytest-xdist worker), so a model is exported once and dropped before the next
+    one is."""
     cache = {}
     directory = tmp_path_factory.mktemp("exports")
 
     def get(arch, plugins):
         if arch not in cache:
+            cache.clear()
             cache[arch] = export_for_tests(arch, directory)
         return cache[arch][plugins]
 

@@ -105,8 +105,8 @@ def test_forward_and_checkpoint_roundtrip(name, tmp_path):
         assert torch.equal(loaded(x), logits)
 
 
-@pytest.mark.parametrize("name", [n for n in list_models() if n not in GRID_384_ONLY])
 @pytest.mark.parametrize("img_size", [384, 512])
+@pytest.mark.parametrize("name", [n for n in list_models() if n not in GRID_384_ONLY])
 def test_larger_resolutions_accepted(name, img_size, meta_counts):
     """Building at 384/512 and running the (meta-device) forward pass succeeds; MACs grow with resolution."""
     assert meta_counts(name, img_size)["total"] > meta_counts(name, 224)["total"]

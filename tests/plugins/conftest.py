@@ -2,15 +2,13 @@
 
 Nothing here imports torch: the CPU tests of this area also run under Python 3.8 with click/PyYAML/numpy only.
 """
-import hashlib
 import os
 import shutil
 import tempfile
 
 import pytest
 
-from edgeattn._subprocess import run_command
-from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, build_lock, cmake_build, find_nvcc
+from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, build_lock, cmake_build, find_nvcc, kernel_sources_digest
 
 
 @pytest.fixture(scope="session")
@@ -29,31 +27,10 @@ def cmake():
     return path
 
 
-KERNEL_BUILD_INPUTS = (".cu", ".cuh", ".cmake", ".map", "CMakeLists.txt", "kernels.h", "kernelStatus.h",
-                       "kernelPath.h")
-
-
-def _sources_digest(nvcc, archs):
-    """Hash of everything the kernels build depends on: plugins/ sources, the nvcc version, the archs."""
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(PLUGINS_DIR):
-        dirs[:] = sorted(d for d in dirs if d != "build")
-        for name in sorted(files):
-            if not name.endswith(KERNEL_BUILD_INPUTS):
-                continue  # the plugin glue, READMEs and tools do not change the kernels library
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, PLUGINS_DIR).encode())
-            with open(path, "rb") as handle:
-                digest.update(handle.read())
-    digest.update(run_command([nvcc, "--version"], timeout=60).stdout.encode())
-    digest.update(archs.encode())
-    return digest.hexdigest()[:16]
-
-
 def _cached_kernels_build(nvcc, archs):
     """Build libedgeattn_kernels.so for ``archs`` once; cached in the temp dir under a hash of the plugin sources,
     the nvcc version and the archs (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild)."""
-    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + _sources_digest(nvcc, archs))
+    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + kernel_sources_digest(nvcc, archs))
     library = os.path.join(cache_dir, "libedgeattn_kernels.so")
     marker = os.path.join(cache_dir, "BUILD_OK")
     with build_lock(cache_dir):  # one build per digest across pytest-xdist workers and the 3.8 pass

@@ -77,6 +77,53 @@ def cuda_include_dir(nvcc):
     return None
 
 
+KERNEL_BUILD_INPUTS = (".cu", ".cuh", ".cmake", ".map", "CMakeLists.txt", "kernels.h", "kernelStatus.h",
+                       "kernelPath.h")
+_TOOL_VERSIONS = {}
+
+
+def tool_version(tool):
+    """``tool --version`` (once per process): part of every cache key of what the tool produced."""
+    if tool not in _TOOL_VERSIONS:
+        _TOOL_VERSIONS[tool] = run_command([tool, "--version"], timeout=60).stdout
+    return _TOOL_VERSIONS[tool]
+
+
+def kernel_sources_digest(nvcc, *extra):
+    """Hash of everything an nvcc compile of the kernels depends on: the plugins/ kernel sources and headers, the
+    nvcc version, and ``extra`` (archs, defines, the source compiled)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(PLUGINS_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "build")
+        for name in sorted(files):
+            if not name.endswith(KERNEL_BUILD_INPUTS):
+                continue  # the plugin glue, READMEs and tools do not change the kernels
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, PLUGINS_DIR).encode())
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    digest.update(tool_version(nvcc).encode())
+    digest.update(json.dumps(extra).encode())
+    return digest.hexdigest()[:16]
+
+
+def cached_text(kind, digest, produce):
+    """What ``produce()`` returns (the text a deterministic tool run gave), kept in the temp dir under ``digest``
+    (the hash of all its inputs), so other tests, the other pytest-xdist worker, the Python 3.8 pass and later
+    runs reuse it instead of running nvcc or cuobjdump again. ``produce`` asserts on failure: a failure is never
+    cached. EDGEATTN_REBUILD_KERNELS=1 forces a fresh run."""
+    path = os.path.join(tempfile.gettempdir(), "edgeattn-{}-{}.txt".format(kind, digest))
+    with build_lock(path):
+        if os.environ.get("EDGEATTN_REBUILD_KERNELS") != "1" and os.path.isfile(path):
+            with open(path) as handle:
+                return handle.read()
+        text = produce()
+        with open(path + ".tmp", "w") as handle:
+            handle.write(text)
+        os.replace(path + ".tmp", path)
+        return text
+
+
 def cmake_build(source_dir, build_dir, defines, target=None, jobs=2, timeout=BUILD_TIMEOUT_S):
     """Configure and build with CMake; returns (configure_result, build_result)."""
     cmake = shutil.which("cmake")

@@ -5,6 +5,7 @@ touching a GPU.
 """
 import ctypes
 import glob
+import hashlib
 import importlib.util
 import os
 import re
@@ -15,7 +16,7 @@ import pytest
 
 from edgeattn._subprocess import run_command
 from edgeattn.plugins import kernels_abi
-from plugin_test_utils import PLUGINS_DIR, REPO_ROOT
+from plugin_test_utils import PLUGINS_DIR, REPO_ROOT, cached_text, kernel_sources_digest, tool_version
 
 HEADER = os.path.join(PLUGINS_DIR, "include", "edgeattn", "kernels.h")
 FATBIN_MAGIC = 0xBA55ED50
@@ -141,10 +142,20 @@ def find_cuobjdump(nvcc):
 def sass_functions(cuobjdump, library, arch):
     """{mangled function name: SASS text} of the library's code for ``arch`` (e.g. "sm_87")."""
     tool, environment = cuobjdump
-    result = run_command([tool, "-sass", "-arch", arch, library], timeout=300, env=environment)
-    assert result.returncode == 0, result.output[-3000:]
+
+    def produce():
+        result = run_command([tool, "-sass", "-arch", arch, library], timeout=300, env=environment)
+        assert result.returncode == 0, result.output[-3000:]
+        return result.stdout
+
+    # cached (cached_text) under a hash of the library's bytes, cuobjdump's version and the arch
+    digest = hashlib.sha256()
+    with open(library, "rb") as handle:
+        digest.update(handle.read())
+    digest.update((tool_version(tool) + arch).encode())
+    sass = cached_text("sass", digest.hexdigest()[:16], produce)
     functions = {}
-    for block in re.split(r"\n\s*Function : ", result.stdout)[1:]:
+    for block in re.split(r"\n\s*Function : ", sass)[1:]:
         name, _, body = block.partition("\n")
         functions[name.strip()] = body
     assert functions, "no SASS for {} in {}".format(arch, library)
@@ -367,12 +378,18 @@ def kernel_sources():
 
 
 def compile_ptx(nvcc, source, arch, output, defines=()):
-    result = run_command([nvcc, "-std=c++14", "-arch=compute_{}".format(arch), "-ptx", "-I" + PLUGINS_DIR,
-                          "-I" + os.path.join(PLUGINS_DIR, "include")] + ["-D" + d for d in defines]
-                         + [source, "-o", output], timeout=300)
-    assert result.returncode == 0, result.output[-3000:]
-    with open(output) as handle:
-        return handle.read()
+    """The PTX nvcc writes for ``source`` at compute_``arch``; cached (cached_text) under a hash of the kernel
+    sources, nvcc, the source, the arch and the defines."""
+    def produce():
+        result = run_command([nvcc, "-std=c++14", "-arch=compute_{}".format(arch), "-ptx", "-I" + PLUGINS_DIR,
+                              "-I" + os.path.join(PLUGINS_DIR, "include")] + ["-D" + d for d in defines]
+                             + [source, "-o", output], timeout=300)
+        assert result.returncode == 0, result.output[-3000:]
+        with open(output) as handle:
+            return handle.read()
+
+    digest = kernel_sources_digest(nvcc, os.path.relpath(source, PLUGINS_DIR), arch, list(defines))
+    return cached_text("ptx", digest, produce)
 
 
 def ptx_entries(ptx):

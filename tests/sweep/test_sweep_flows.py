@@ -9,6 +9,7 @@ import time
 import pytest
 
 import stubbench
+from sweep_timing import FAST_INTERVAL_MS, scaled
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import nvpmodel
 from edgeattn.sweep import run_sweep
@@ -17,7 +18,7 @@ from edgeattn.sweep import runner
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DRIVER = os.path.join(HERE, "sweep_driver.py")
-DURATION_S = 0.6
+DURATION_S = scaled(0.6)  # > one sampling interval (sweep_timing)
 
 
 def _model(tmp_path, name="m1"):
@@ -27,8 +28,9 @@ def _model(tmp_path, name="m1"):
 
 
 def _kwargs(tmp_path, **extra):
-    kwargs = dict(settle_s=0, repeats=1, duration_s=DURATION_S, out_dir=str(tmp_path / "out"),
-                  bench=stubbench.make_bench(), engine_builder=stubbench.fake_engine_builder, echo=lambda line: None)
+    kwargs = dict(settle_s=0, repeats=1, duration_s=DURATION_S, interval_ms=FAST_INTERVAL_MS,
+                  out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(),
+                  engine_builder=stubbench.fake_engine_builder, echo=lambda line: None)
     kwargs.update(extra)
     return kwargs
 
@@ -38,7 +40,7 @@ def _results(out_dir):
         return json.load(handle)
 
 
-def test_reboot_needed_modes_are_skipped_with_a_clear_line(fake_board, tmp_path):
+def test_reboot_needed_modes_are_skipped_with_a_clear_line(fake_board, fast_sampling, tmp_path):
     board = fake_board("agx-orin-64gb")
     lines = []
     outcome = run_sweep([_model(tmp_path)], **_kwargs(tmp_path, echo=lines.append))
@@ -50,7 +52,7 @@ def test_reboot_needed_modes_are_skipped_with_a_clear_line(fake_board, tmp_path)
     assert board.state()["reboots"] == 0
 
 
-def test_prompt_detected_at_run_time_is_answered_no_and_skipped(fake_board, tmp_path, monkeypatch):
+def test_prompt_detected_at_run_time_is_answered_no_and_skipped(fake_board, fast_sampling, tmp_path, monkeypatch):
     # without the board's conf the prediction is unknown: the switch is tried and nvpmodel's prompt declined
     board = fake_board("orin-nano-4gb-original")
     monkeypatch.setattr(nvpmodel, "read_modes", lambda root=None, timeout=None: None)
@@ -66,7 +68,7 @@ def test_prompt_detected_at_run_time_is_answered_no_and_skipped(fake_board, tmp_
 
 
 @pytest.mark.parametrize("self_reboot", [True, False])
-def test_allow_reboot_saves_state_reboots_and_resumes(fake_board, tmp_path, monkeypatch, self_reboot):
+def test_allow_reboot_saves_state_reboots_and_resumes(fake_board, fast_sampling, tmp_path, monkeypatch, self_reboot):
     board = fake_board("agx-orin-64gb")
     if not self_reboot:
         monkeypatch.setenv("FAKE_NVPMODEL_NO_SELF_REBOOT", "1")
@@ -93,7 +95,7 @@ def test_allow_reboot_saves_state_reboots_and_resumes(fake_board, tmp_path, monk
     assert board.live_tegrastats() == []
 
 
-def test_failure_mid_sweep_restores_and_keeps_rows_then_resume_completes(fake_board, tmp_path):
+def test_failure_mid_sweep_restores_and_keeps_rows_then_resume_completes(fake_board, fast_sampling, tmp_path):
     board = fake_board("orin-nx-16gb")                      # live modes 4 (default), 0, 3
     kwargs = _kwargs(tmp_path, clocks="max")
     with pytest.raises(EdgeAttnError, match="stub benchmark failure on call 3"):
@@ -109,7 +111,7 @@ def test_failure_mid_sweep_restores_and_keeps_rows_then_resume_completes(fake_bo
     assert board.state()["mode"] == 4 and board.state()["locked"] is False
 
 
-def test_resume_refusals(fake_board, tmp_path):
+def test_resume_refusals(fake_board, fast_sampling, tmp_path):
     fake_board("nano-4gb")
     kwargs = _kwargs(tmp_path)
     with pytest.raises(EdgeAttnError, match="nothing to resume"):
@@ -134,6 +136,7 @@ def _start_driver(board, args, **env_extra):
     env = dict(os.environ)
     env.update(board.env)
     env.update(env_extra)
+    env["SWEEP_DRIVER_MIN_INTERVAL_MS"] = str(FAST_INTERVAL_MS)  # what fast_sampling does in this process
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.Popen([sys.executable, DRIVER] + args, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
@@ -159,7 +162,8 @@ def test_signal_restores_mode_and_clocks_and_keeps_rows(fake_board, tmp_path, si
     board = fake_board("orin-nx-16gb", fan_pwm=99)
     out_dir = str(tmp_path / "out")
     process = _start_driver(board, [_model(tmp_path), "--clocks", "max", "--settle-s", "0", "--repeats", "2",
-                                    "--duration-s", str(DURATION_S), "-o", out_dir])
+                                    "--duration-s", str(DURATION_S), "--interval-ms", str(FAST_INTERVAL_MS),
+                                    "-o", out_dir])
     try:
         _wait_for_row_in_other_mode(out_dir, board.default_mode, process)
         # the board is away from its original mode (possibly between two modes, clocks already unlocked)

@@ -5,6 +5,7 @@ import os
 import pytest
 
 import stubbench
+from sweep_timing import scaled
 from edgeattn.errors import EdgeAttnError
 from edgeattn.sweep import run_sweep, runner
 
@@ -60,6 +61,8 @@ def test_progress_shows_mode_model_repeat_and_eta(plain_host, tmp_path):
     (dict(precisions="int8"), "--precision takes a comma list of fp32, fp16"),
     (dict(repeats=0), "--repeats must be at least 1"),
     (dict(precisions="fp16"), "nothing to measure"),
+    # the product's minimum (the fake-board tests lower it for themselves only, tests/sweep/sweep_timing.py)
+    (dict(interval_ms=499), "the power sampling interval must be at least 500 ms"),
 ])
 def test_bad_options_fail_before_anything_runs(plain_host, tmp_path, kwargs, message):
     bench = stubbench.make_bench()
@@ -115,7 +118,7 @@ def test_unknown_board_asks_for_a_profile(fake_board, tmp_path):
                   echo=lambda line: None)
 
 
-def test_jetson_onnx_without_build_api(fake_board, tmp_path, monkeypatch):
+def test_jetson_onnx_without_build_api(fake_board, fast_sampling, tmp_path, monkeypatch):
     board = fake_board("nano-4gb")
     monkeypatch.setattr(runner, "default_engine_builder", lambda plugin_mode=None: None)
     with pytest.raises(EdgeAttnError, match="build API"):
@@ -124,18 +127,19 @@ def test_jetson_onnx_without_build_api(fake_board, tmp_path, monkeypatch):
     assert board.calls("nvpmodel") == [] or all("-m" not in c["argv"] for c in board.calls("nvpmodel"))
     # with ONNX Runtime as the backend the ONNX file runs as it is (fp32)
     outcome = run_sweep([_model(tmp_path, "m1")], backend="onnxruntime", modes="0", settle_s=0, repeats=1,
-                        duration_s=0.6, out_dir=str(tmp_path / "out2"), bench=stubbench.make_bench(),
-                        echo=lambda line: None)
+                        duration_s=scaled(0.6), interval_ms=fast_sampling, out_dir=str(tmp_path / "out2"),
+                        bench=stubbench.make_bench(), echo=lambda line: None)
     assert [r["engine_path"] for r in outcome.rows] == [None]
 
 
-def test_engines_run_as_built(fake_board, tmp_path):
+def test_engines_run_as_built(fake_board, fast_sampling, tmp_path):
     fake_board("orin-nano-8gb")
     engine = tmp_path / "m2.fp16.engine"
     engine.write_bytes(b"engine")
     lines = []
-    outcome = run_sweep([str(engine)], modes="1", precisions="fp32,fp16", settle_s=0, repeats=1, duration_s=0.6,
-                        out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(), echo=lines.append)
+    outcome = run_sweep([str(engine)], modes="1", precisions="fp32,fp16", settle_s=0, repeats=1,
+                        duration_s=scaled(0.6), interval_ms=fast_sampling, out_dir=str(tmp_path / "out"),
+                        bench=stubbench.make_bench(), echo=lines.append)
     assert [(r["precision"], r["precision_requested"]) for r in outcome.rows] == [("fp16", "as-built")]
     assert any("precision fixed at build time" in line for line in lines)
 
