@@ -122,6 +122,28 @@ def install_trtexec(root, version, device=None, compute_ms=None):
     return path
 
 
+@pytest.fixture
+def fake_trtexec(tmp_path, monkeypatch):
+    """Factory: ``fake_trtexec("8.6.2")`` installs a fake and returns its path (no environment leaks in)."""
+    for name in ("FAKE_TRTEXEC_VERSION", "FAKE_TRTEXEC_DEVICE", "FAKE_TRTEXEC_OUTPUT_ERROR", "EDGEATTN_TRTEXEC"):
+        monkeypatch.delenv(name, raising=False)
+
+    def _install(version, device=None, compute_ms=None):
+        return install_trtexec(tmp_path / "trt", version, device=device, compute_ms=compute_ms)
+
+    return _install
+
+
+@pytest.fixture
+def no_jetson(monkeypatch):
+    """Not a Jetson: detect_board finds nothing, nvpmodel reports no mode."""
+    import edgeattn
+
+    for name in ("edgeattn.jetson", "edgeattn.jetson.board", "edgeattn.jetson.nvpmodel", "edgeattn.jetson.clocks"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delattr(edgeattn, "jetson", raising=False)
+
+
 def write_plugin_library(path, creators=(EDGEATTN_CREATOR,)):
     with open(str(path), "w") as handle:
         handle.write(PLUGIN_MAGIC + "\n")

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from bench_helpers import install_trtexec, plugins_stub_module
+from bench_helpers import fake_trtexec, no_jetson, plugins_stub_module  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
@@ -16,18 +16,6 @@ def write_model(tmp_path):
         return str(path)
 
     return _write
-
-
-@pytest.fixture
-def fake_trtexec(tmp_path, monkeypatch):
-    """Factory: ``fake_trtexec("8.6.2")`` installs a fake and returns its path (no environment leaks in)."""
-    for name in ("FAKE_TRTEXEC_VERSION", "FAKE_TRTEXEC_DEVICE", "EDGEATTN_TRTEXEC"):
-        monkeypatch.delenv(name, raising=False)
-
-    def _install(version, device=None, compute_ms=None):
-        return install_trtexec(tmp_path / "trt", version, device=device, compute_ms=compute_ms)
-
-    return _install
 
 
 @pytest.fixture
@@ -74,16 +62,6 @@ def jetson_stub(monkeypatch):
     package.board, package.nvpmodel, package.clocks = board, nvpmodel, clocks
     monkeypatch.setattr(edgeattn, "jetson", package, raising=False)
     return package
-
-
-@pytest.fixture
-def no_jetson(monkeypatch):
-    """Not a Jetson: detect_board finds nothing, nvpmodel reports no mode."""
-    import edgeattn
-
-    for name in ("edgeattn.jetson", "edgeattn.jetson.board", "edgeattn.jetson.nvpmodel", "edgeattn.jetson.clocks"):
-        monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delattr(edgeattn, "jetson", raising=False)
 
 
 @pytest.fixture

@@ -19,14 +19,6 @@ from edgeattn.sweep import presets, run_sweep
 from edgeattn._subprocess import CommandResult
 
 
-@pytest.fixture
-def plain_host(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", os.path.dirname(os.__file__) + os.pathsep + "/usr/bin:/bin")
-    monkeypatch.setenv("EDGEATTN_JETSON_ROOT", str(tmp_path / "emptyroot"))
-    for name in ("FAKE_JETSON_STATE", "FAKE_JETSON_BOARD", "EDGEATTN_SUDO"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))
 def test_printed_ratios_follow_from_the_fps_columns(name):
     preset = presets.get_preset(name)

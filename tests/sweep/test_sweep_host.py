@@ -16,15 +16,6 @@ def _model(tmp_path, name):
     return str(path)
 
 
-@pytest.fixture
-def plain_host(monkeypatch, tmp_path):
-    """No Jetson tools on PATH and no fake root: what a developer's machine looks like."""
-    monkeypatch.setenv("PATH", os.path.dirname(os.__file__) + os.pathsep + "/usr/bin:/bin")
-    monkeypatch.setenv("EDGEATTN_JETSON_ROOT", str(tmp_path / "emptyroot"))
-    for name in ("FAKE_JETSON_STATE", "FAKE_JETSON_BOARD", "EDGEATTN_SUDO"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def test_host_cpu_sweep_runs_thread_budgets(plain_host, tmp_path):
     bench = stubbench.make_bench(sleep_s=0.01)
     lines = []
