@@ -443,6 +443,7 @@ def _build_and_load(path, arch, config, state_dict, layouts, map_location, retur
     import torch
 
     from .models import create_model
+    from .models._registry import initialisation_skipped
 
     conversions = []
     for layout in layouts:
@@ -478,8 +479,10 @@ def _build_and_load(path, arch, config, state_dict, layouts, map_location, retur
     except EdgeAttnError as error:
         raise EdgeAttnError("checkpoint {}: {}".format(path, error.format_message()))
     if any(name not in expected for name, _ in model.named_buffers()):
-        # non-persistent buffers are computed at construction and absent from the file: build for real
-        model = create_model(arch, **layout_config)
+        # non-persistent buffers are computed at construction and absent from the file: build for real, without
+        # the random initialisation the file's weights replace
+        with initialisation_skipped():
+            model = create_model(arch, **layout_config)
     else:
         model = model.to_empty(device=_device_of(map_location))
     model.load_state_dict(conversion.state_dict, strict=True)

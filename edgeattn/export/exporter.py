@@ -357,6 +357,7 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
     import torch
 
     from ..models import create_model, is_model
+    from ..models._registry import initialisation_skipped
 
     if model_path is None:
         if not arch:
@@ -384,7 +385,8 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
         # the rebuilt model (a position embedding sized for the stored resolution), the checkpoint's own model is
         # exported and its forward decides whether it takes the new resolution (ViTs resize the embedding).
         config["img_size"] = img_size
-        rebuilt = create_model(stored_arch, **config)
+        with initialisation_skipped():  # the stored weights replace every parameter, or the rebuild is dropped
+            rebuilt = create_model(stored_arch, **config)
         stored = model.state_dict()
         target = rebuilt.state_dict()
         if set(stored) == set(target) and all(stored[k].shape == target[k].shape for k in stored):

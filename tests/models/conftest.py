@@ -1,5 +1,8 @@
 """Shared helpers for the model-zoo tests (torch is required for this whole folder)."""
+import os
 import re
+import shutil
+import tempfile
 
 import pytest
 
@@ -49,3 +52,30 @@ def meta_counts():
         return cache[key]
 
     return get
+
+
+#: a checkpoint round trip of the largest registered model writes ~700 MB
+MEMORY_SCRATCH_FREE_BYTES = 4 << 30
+
+
+@pytest.fixture
+def scratch_dir(tmp_path):
+    """A directory for files a test writes and reads back at once (checkpoint round trips of up to 700 MB): in
+    /dev/shm when it is a tmpfs with room, so the fsync that makes every checkpoint durable costs nothing (measured:
+    9 of 73 s over the 20 largest round trips), else the test's tmp_path. Emptied at teardown, since pytest keeps
+    the tmp_path of the last three runs and these files would otherwise stay in memory."""
+    shm = "/dev/shm"
+    try:
+        room = os.path.isdir(shm) and shutil.disk_usage(shm).free > MEMORY_SCRATCH_FREE_BYTES
+    except OSError:
+        room = False
+    if not room:
+        yield tmp_path
+        return
+    directory = tempfile.mkdtemp(prefix="edgeattn-test-", dir=shm)
+    try:
+        import pathlib
+
+        yield pathlib.Path(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -249,3 +249,54 @@ def test_prefix_is_stripped_only_when_every_key_has_it(model, tmp_path):
     path = tmp_path / "mixed.pt"
     torch.save(state, path)
     assert "unexpected keys: module." in _error(path, arch=ARCH)
+
+
+def test_initialisation_skipped_leaves_tensors_unfilled_and_restores_torch_init():
+    import torch.nn.init as init
+
+    from edgeattn.models._registry import initialisation_skipped
+
+    before = {name: getattr(init, name) for name in ("normal_", "trunc_normal_", "kaiming_uniform_", "zeros_")}
+    marker = torch.full((4, 4), 7.0)
+    with pytest.raises(RuntimeError, match="inside"), initialisation_skipped():
+        assert init.normal_(marker, std=1.0) is marker and init.zeros_(marker) is marker
+        assert torch.equal(marker, torch.full((4, 4), 7.0))
+        raise RuntimeError("inside")
+    assert {name: getattr(init, name) for name in before} == before
+    init.zeros_(marker)
+    assert not marker.any()
+
+
+@pytest.mark.parametrize("name", ["swin_t_local", "flurka_t2t7_linformer_rnn", "vit_base_patch16_384_ms_top64_s16"])
+def test_load_computes_non_persistent_buffers_without_random_initialisation(name, tmp_path, monkeypatch):
+    """Models with buffers the file does not hold (Swin's relative position index, FLuRKA's sinusoid table, the
+    Multi-Spot pooling ratio) are built for real on load, but without drawing random weights the file replaces:
+    the buffers equal a normal build's, the weights the file's, and no initialiser ran."""
+    import torch.nn.init as init
+
+    torch.manual_seed(0)
+    model = create_model(name).eval()
+    path = tmp_path / "model.pt"
+    save_checkpoint(model, path)
+    drawn = []
+
+    def recording(original):
+        def initialiser(tensor, *args, **kwargs):
+            if tensor.device.type != "meta":  # a meta build (shape checks) draws nothing
+                drawn.append(tuple(tensor.shape))
+            return original(tensor, *args, **kwargs)
+
+        return initialiser
+
+    for initialiser in ("normal_", "trunc_normal_", "uniform_", "kaiming_uniform_"):
+        monkeypatch.setattr(init, initialiser, recording(getattr(init, initialiser)))
+    loaded = load_checkpoint(path)
+    assert drawn == []
+    persistent = set(model.state_dict())
+    extra = [key for key, _ in model.named_buffers() if key not in persistent]
+    assert extra, "{} has no non-persistent buffer: pick a model that has one".format(name)
+    loaded_buffers = dict(loaded.named_buffers())
+    for key, value in model.named_buffers():
+        assert torch.equal(loaded_buffers[key], value), key
+    for key, value in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value), key

@@ -81,7 +81,7 @@ def test_model_info_is_json_able():
 
 
 @pytest.mark.parametrize("name", _marked(list_models()))
-def test_forward_and_checkpoint_roundtrip(name, tmp_path):
+def test_forward_and_checkpoint_roundtrip(name, scratch_dir):
     """224x224 (384 for the Table 1 Multi-Spot ViTs), batch 1, CPU: finite (1, 1000) logits, and a save/load round
     trip gives identical outputs."""
     torch.manual_seed(0)
@@ -98,7 +98,7 @@ def test_forward_and_checkpoint_roundtrip(name, tmp_path):
         logits = model(x)
     assert logits.shape == (1, 1000) and logits.dtype == torch.float32
     assert torch.isfinite(logits).all()
-    path = tmp_path / "model.pt"
+    path = scratch_dir / "model.pt"
     save_checkpoint(model, path)
     loaded = load_checkpoint(path)
     with torch.inference_mode():
