@@ -61,7 +61,7 @@ MEMORY_SCRATCH_FREE_BYTES = 4 << 30
 @pytest.fixture
 def scratch_dir(tmp_path):
     """A directory for files a test writes and reads back at once (checkpoint round trips of up to 700 MB): in
-    /dev/shm when it is a tmpfs with room, so the fsync that makes every checkpoint durable costs nothing (measured:
+    /dev/shm (Linux's shared-memory tmpfs) when it has room, so the fsync that makes every checkpoint durable costs nothing (measured:
     9 of 73 s over the 20 largest round trips), else the test's tmp_path. Emptied at teardown, since pytest keeps
     the tmp_path of the last three runs and these files would otherwise stay in memory."""
     shm = "/dev/shm"
