@@ -11,6 +11,7 @@ import difflib
 import fnmatch
 import inspect
 import json
+import threading
 
 from ..errors import EdgeAttnError
 
@@ -113,27 +114,55 @@ _INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "
                  "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_")
 
 
+#: per thread: how many initialisation_skipped() blocks this thread is in
+_SKIPPING = threading.local()
+
+
+def _skippable(original):
+    def initialiser(tensor, *args, **kwargs):
+        if getattr(_SKIPPING, "depth", 0):
+            return tensor
+        return original(tensor, *args, **kwargs)
+
+    initialiser.edgeattn_skippable = True
+    initialiser.__wrapped__ = original
+    return initialiser
+
+
 @contextlib.contextmanager
 def initialisation_skipped():
-    """Build models whose weights are about to be overwritten: torch.nn.init's initialisers leave the tensor as it
-    is (allocated, not filled). Random initialisation is most of the cost of building a large model (1.3 of 1.5 s
-    for cswin_144_24322_large); a checkpoint load replaces every parameter and persistent buffer anyway (strict),
-    while the non-persistent buffers (index tables, fixed embeddings), which no initialiser fills, are still
-    computed. Not thread-safe: it swaps module attributes of torch.nn.init for the duration."""
+    """Build models whose weights are about to be overwritten, or that have no storage (the meta device): in this
+    thread, torch.nn.init's initialisers leave the tensor as it is (allocated, not filled).
+
+    Random initialisation is most of the cost of building a large model (1.3 of 1.5 s for cswin_144_24322_large)
+    and half of building one on the meta device, where torch runs the initialisers' meta kernels in Python. A
+    checkpoint load replaces every parameter and persistent buffer anyway (strict), while the non-persistent
+    buffers (index tables, fixed embeddings), which no initialiser fills, are still computed. The initialisers are
+    swapped for wrappers for the duration of the outermost block; the wrappers skip only in threads inside a block,
+    so another thread building a model meanwhile still initialises it."""
     import torch.nn.init as init
 
-    saved = {name: getattr(init, name) for name in _INITIALISERS if hasattr(init, name)}
-
-    def keep(tensor, *args, **kwargs):
-        return tensor
-
+    installed = {}
+    for name in _INITIALISERS:
+        current = getattr(init, name, None)
+        if current is not None and not getattr(current, "edgeattn_skippable", False):
+            installed[name] = current
+            setattr(init, name, _skippable(current))
+    _SKIPPING.depth = getattr(_SKIPPING, "depth", 0) + 1
     try:
-        for name in saved:
-            setattr(init, name, keep)
         yield
     finally:
-        for name, function in saved.items():
-            setattr(init, name, function)
+        _SKIPPING.depth -= 1
+        for name, original in installed.items():
+            setattr(init, name, original)
+
+
+def _default_device_is_meta():
+    import torch
+
+    get_default_device = getattr(torch, "get_default_device", None)  # torch >= 2.3
+    device = get_default_device() if get_default_device is not None else torch.empty(()).device
+    return device.type == "meta"
 
 
 def create_model(name, img_size=None, num_classes=1000, **cfg):
@@ -157,7 +186,13 @@ def create_model(name, img_size=None, num_classes=1000, **cfg):
         raise EdgeAttnError("{}: img_size must be a positive integer, got {!r}".format(name, img_size))
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
         raise EdgeAttnError("{}: num_classes must be a positive integer, got {!r}".format(name, num_classes))
-    model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
+    if _default_device_is_meta():
+        # nothing to fill on the meta device (parameter counts, shape checks): torch's initialisers would only run
+        # their Python meta kernels (half the time of building a model there)
+        with initialisation_skipped():
+            model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
+    else:
+        model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
     config = dict(getattr(model, "edgeattn_config", None) or {})
     config.update({"img_size": img_size, "num_classes": num_classes})
     config = _jsonable(config)

@@ -269,6 +269,27 @@ def test_initialisation_skipped_leaves_tensors_unfilled_and_restores_torch_init(
     assert not marker.any()
 
 
+def test_initialisation_skipped_only_in_the_thread_inside_the_block():
+    import threading
+
+    import torch.nn.init as init
+
+    from edgeattn.models._registry import initialisation_skipped
+
+    filled = {}
+
+    def other_thread():
+        filled["other"] = init.zeros_(torch.ones(3)).sum().item()
+
+    with initialisation_skipped(), initialisation_skipped():  # nested: the outer block restores
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        assert init.zeros_(torch.ones(3)).sum().item() == 3
+    assert filled == {"other": 0}
+    assert not getattr(init.zeros_, "edgeattn_skippable", False)
+
+
 @pytest.mark.parametrize("name", ["swin_t_local", "flurka_t2t7_linformer_rnn", "vit_base_patch16_384_ms_top64_s16"])
 def test_load_computes_non_persistent_buffers_without_random_initialisation(name, tmp_path, monkeypatch):
     """Models with buffers the file does not hold (Swin's relative position index, FLuRKA's sinusoid table, the

@@ -184,3 +184,74 @@ def test_flurka_params(name, meta_counts, matches_paper):
     assert matches_paper(backbone, "4.3M")
     assert meta_counts(name)["params"] == backbone + 7 * 2 * 64 * 197
     assert meta_counts(name, rank=16)["params"] == backbone + 7 * 2 * 16 * 197
+
+
+#: one model per family and attention kind the shape-only shortcut meets (LayerNorm, BatchNorm, GELU, hardswish,
+#: the SOFT Newton iteration, FLuRKA's feature maps, Multi-Spot's pooled tokens), at a non-default size where one
+#: exists
+SHORTCUT_CASES = [("cswin_t24181_elfatt", 384), ("swin_t_agent", 224), ("cswin_t24181_flatten", 224),
+                  ("qtvit_1", 512), ("softpp_tiny", 384), ("flurka_t2t7_linformer_performer", 224),
+                  ("vit_base_patch16_384_ms_top64_s16", 384)]
+
+
+@pytest.mark.parametrize("name,img_size", SHORTCUT_CASES)
+def test_shape_only_pointwise_shortcut_counts_what_torch_meta_kernels_count(name, img_size, monkeypatch):
+    """count_macs answers float32 pointwise ops and LayerNorm with shapes only; torch's own meta kernels throughout
+    must give the same counts (every registered model at 224/384/512 agreed when the shortcut was written)."""
+    from edgeattn.models import complexity, create_model
+
+    with torch.device("meta"):
+        model = create_model(name, img_size=img_size)
+    fast = complexity.count_macs(model, img_size)
+    monkeypatch.setattr(complexity, "SHAPE_ONLY_POINTWISE", False)
+    assert complexity.count_macs(model, img_size) == fast
+
+
+def test_shape_only_pointwise_shortcut_keeps_shapes_and_leaves_other_dtypes_to_torch():
+    from edgeattn.models import complexity
+
+    mode = complexity._shape_only_pointwise()
+    a, b = torch.empty(2, 1, 5, device="meta"), torch.empty(3, 1, device="meta")
+    with mode:
+        assert (a + b).shape == (2, 3, 5) and (a * 2.0).dtype == torch.float32
+        assert torch.nn.functional.gelu(a).shape == a.shape
+        out, mean, rstd = torch.ops.aten.native_layer_norm(torch.empty(2, 7, 4, device="meta"), [4], None, None, 1e-5)
+        assert out.shape == (2, 7, 4) and mean.shape == rstd.shape == (2, 7, 1)
+        ints = torch.empty(4, dtype=torch.int64, device="meta")
+        assert (ints + 1).dtype == torch.int64 and (ints * 0.5).dtype == torch.float32
+        assert (a > 0).dtype == torch.bool
+
+
+def test_count_macs_uses_a_meta_model_of_that_size_as_it_is_and_leaves_it_as_it_was():
+    from edgeattn.models import complexity, create_model
+
+    with torch.device("meta"):
+        model = create_model("vit_tiny_elfatt", img_size=224)
+    model.train()
+    hooks = [len(m._forward_hooks) for m in model.modules()]
+    first = complexity.count_macs(model, 224)
+    assert model.training and [len(m._forward_hooks) for m in model.modules()] == hooks
+    assert complexity._meta_copy(model, 224) is model and complexity._meta_copy(model, 256) is not model
+    assert complexity.count_macs(model, 224) == first
+
+
+def test_a_meta_build_runs_no_initialiser(monkeypatch):
+    """On the meta device there is nothing to fill: create_model skips torch.nn.init there (its initialisers run
+    Python meta kernels), and still initialises real builds."""
+    import torch.nn.init as init
+
+    from edgeattn.models import create_model
+
+    calls = []
+    original = init.kaiming_uniform_
+
+    def recording(tensor, *args, **kwargs):
+        calls.append(tensor.device.type)
+        return original(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(init, "kaiming_uniform_", recording)
+    with torch.device("meta"):
+        create_model("vit_tiny_softmax", depth=1)
+    assert calls == []
+    create_model("vit_tiny_softmax", depth=1)
+    assert calls and set(calls) == {"cpu"}
