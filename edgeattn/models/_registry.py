@@ -157,14 +157,6 @@ def initialisation_skipped():
             setattr(init, name, original)
 
 
-def _default_device_is_meta():
-    import torch
-
-    get_default_device = getattr(torch, "get_default_device", None)  # torch >= 2.3
-    device = get_default_device() if get_default_device is not None else torch.empty(()).device
-    return device.type == "meta"
-
-
 def create_model(name, img_size=None, num_classes=1000, **cfg):
     """Build the registered architecture ``name`` for ``img_size`` x ``img_size`` RGB input (None: the builder's
     default, 224 for most models).
@@ -186,7 +178,9 @@ def create_model(name, img_size=None, num_classes=1000, **cfg):
         raise EdgeAttnError("{}: img_size must be a positive integer, got {!r}".format(name, img_size))
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
         raise EdgeAttnError("{}: num_classes must be a positive integer, got {!r}".format(name, num_classes))
-    if _default_device_is_meta():
+    import torch
+
+    if torch.get_default_device().type == "meta":
         # nothing to fill on the meta device (parameter counts, shape checks): torch's initialisers would only run
         # their Python meta kernels (half the time of building a model there)
         with initialisation_skipped():

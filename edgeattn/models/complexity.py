@@ -28,6 +28,7 @@ import math
 
 import torch
 import torch.nn as nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 #: One-line statement of the counting convention (printed by ``edgeattn models --json``).
@@ -112,9 +113,20 @@ def _meta_copy(model, img_size):
     return copy.deepcopy(model).to("meta")
 
 
-def _shape_only_pointwise():
-    """A dispatch mode that answers the float32 pointwise ops and LayerNorm of the meta forward with an empty
-    tensor of the broadcast shape, or None where torch lacks the machinery.
+#: the float32 pointwise ops whose meta kernels _ShapeOnlyPointwise replaces (aten overload names)
+_POINTWISE_OPS = ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Tensor", "mul.Scalar",
+                  "div.Tensor", "div.Scalar", "neg.default", "abs.default", "reciprocal.default", "exp.default",
+                  "log.default", "sqrt.default", "rsqrt.default", "pow.Tensor_Scalar", "tanh.default",
+                  "sigmoid.default", "relu.default", "gelu.default", "silu.default", "elu.default",
+                  "hardswish.default", "hardtanh.default", "clamp.default", "clamp_min.default")
+
+
+def _meta_empty(shape):
+    return torch.empty(shape, dtype=torch.float32, device="meta")
+
+
+class _ShapeOnlyPointwise(TorchDispatchMode):
+    """Answers the float32 pointwise ops and LayerNorm of a meta forward with an empty tensor of the broadcast shape.
 
     torch runs the meta kernels of these ops in Python (its reference implementations: about 100 us per add, 570 us
     per LayerNorm), which made them most of the time of a meta forward, while counting needs only their shapes. The
@@ -122,41 +134,37 @@ def _shape_only_pointwise():
     scalars; everything else (views, matmuls, convolutions, reductions, integer and boolean tensors, in-place and
     out= forms) still runs its own meta kernel. Counts are unchanged (tests/models/test_complexity.py compares both
     ways); `edgeattn models` over every registered model takes 2.5x less time."""
-    try:
-        from torch.utils._python_dispatch import TorchDispatchMode
-    except ImportError:  # pragma: no cover - every torch the export extra allows has it
-        return None
-    aten = torch.ops.aten
-    names = ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Tensor", "mul.Scalar",
-             "div.Tensor", "div.Scalar", "neg.default", "abs.default", "reciprocal.default", "exp.default",
-             "log.default", "sqrt.default", "rsqrt.default", "pow.Tensor_Scalar", "tanh.default", "sigmoid.default",
-             "relu.default", "gelu.default", "silu.default", "elu.default", "hardswish.default", "hardtanh.default",
-             "clamp.default", "clamp_min.default")
-    pointwise = set()
-    for name in names:
-        packet, overload = name.split(".")
-        op = getattr(getattr(aten, packet, None), overload, None)
-        if op is not None:
-            pointwise.add(op)
-    layer_norm = aten.native_layer_norm.default
 
-    def empty(shape):
-        return torch.empty(shape, dtype=torch.float32, device="meta")
+    _ops = None  # the OpOverloads of _POINTWISE_OPS, resolved once
 
-    class ShapeOnlyPointwise(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func in pointwise and "out" not in kwargs:
-                tensors = [a for a in args if isinstance(a, torch.Tensor)]
-                if tensors and all(t.dtype == torch.float32 for t in tensors):
-                    return empty(torch.broadcast_shapes(*[t.shape for t in tensors]))
-            elif func is layer_norm and args[0].dtype == torch.float32:
-                x, normalized = args[0], args[1]
-                statistics = tuple(x.shape[:x.dim() - len(normalized)]) + (1,) * len(normalized)
-                return empty(x.shape), empty(statistics), empty(statistics)
-            return func(*args, **kwargs)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.pointwise_ops() and "out" not in kwargs:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if tensors and all(t.dtype == torch.float32 for t in tensors):
+                return _meta_empty(torch.broadcast_shapes(*[t.shape for t in tensors]))
+        elif func is torch.ops.aten.native_layer_norm.default and args[0].dtype == torch.float32:
+            x, normalized = args[0], args[1]
+            statistics = tuple(x.shape[:x.dim() - len(normalized)]) + (1,) * len(normalized)
+            return _meta_empty(x.shape), _meta_empty(statistics), _meta_empty(statistics)
+        return func(*args, **kwargs)
 
-    return ShapeOnlyPointwise()
+    @classmethod
+    def pointwise_ops(cls):
+        if cls._ops is None:
+            ops = set()
+            for name in _POINTWISE_OPS:
+                packet, overload = name.split(".")
+                op = getattr(getattr(torch.ops.aten, packet, None), overload, None)
+                if op is not None:
+                    ops.add(op)
+            cls._ops = frozenset(ops)
+        return cls._ops
+
+
+def _shape_only_pointwise():
+    """The dispatch mode count_macs runs its meta forward in (a no-op context with SHAPE_ONLY_POINTWISE off)."""
+    return _ShapeOnlyPointwise() if SHAPE_ONLY_POINTWISE else contextlib.nullcontext()
 
 
 #: False: count with torch's own meta kernels throughout (what the tests compare the shortcut with)
@@ -176,19 +184,16 @@ def count_macs(model, img_size, batch=1):
     meta_model.eval()
     tally = _Tally()
     handles = []
-    for module in meta_model.modules():
-        if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-            handles.append(module.register_forward_hook(_leaf_hook(tally)))
-        fn = _FORMULAS.get(type(module).__name__)
-        if fn is not None:
-            handles.append(module.register_forward_hook(_attention_hook(tally, fn), with_kwargs=True))
-        elif type(module).__name__ in _OPS_ATTENTION_MODULES:
-            for handle in handles:
-                handle.remove()
-            raise RuntimeError("no MAC formula for attention module {}".format(type(module).__name__))
-    mode = _shape_only_pointwise() if SHAPE_ONLY_POINTWISE else None
     try:
-        with torch.no_grad(), (mode if mode is not None else contextlib.nullcontext()):
+        for module in meta_model.modules():
+            if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+                handles.append(module.register_forward_hook(_leaf_hook(tally)))
+            fn = _FORMULAS.get(type(module).__name__)
+            if fn is not None:
+                handles.append(module.register_forward_hook(_attention_hook(tally, fn), with_kwargs=True))
+            elif type(module).__name__ in _OPS_ATTENTION_MODULES:
+                raise RuntimeError("no MAC formula for attention module {}".format(type(module).__name__))
+        with torch.no_grad(), _shape_only_pointwise():
             meta_model(torch.zeros(batch, 3, img_size, img_size, device="meta"))
     finally:
         for handle in handles:

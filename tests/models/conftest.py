@@ -1,5 +1,6 @@
 """Shared helpers for the model-zoo tests (torch is required for this whole folder)."""
 import os
+import pathlib
 import re
 import shutil
 import tempfile
@@ -61,9 +62,9 @@ MEMORY_SCRATCH_FREE_BYTES = 4 << 30
 @pytest.fixture
 def scratch_dir(tmp_path):
     """A directory for files a test writes and reads back at once (checkpoint round trips of up to 700 MB): in
-    /dev/shm (Linux's shared-memory tmpfs) when it has room, so the fsync that makes every checkpoint durable costs nothing (measured:
-    9 of 73 s over the 20 largest round trips), else the test's tmp_path. Emptied at teardown, since pytest keeps
-    the tmp_path of the last three runs and these files would otherwise stay in memory."""
+    /dev/shm (Linux's shared-memory tmpfs) when it has room, so the fsync that makes every checkpoint durable costs
+    nothing (measured: 9 of 73 s over the 20 largest round trips), else the test's tmp_path. Emptied at teardown:
+    what stays in /dev/shm stays in memory."""
     shm = "/dev/shm"
     try:
         room = os.path.isdir(shm) and shutil.disk_usage(shm).free > MEMORY_SCRATCH_FREE_BYTES
@@ -74,8 +75,26 @@ def scratch_dir(tmp_path):
         return
     directory = tempfile.mkdtemp(prefix="edgeattn-test-", dir=shm)
     try:
-        import pathlib
-
         yield pathlib.Path(directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def initialiser_calls(monkeypatch):
+    """[(device type, shape)] of every call of torch.nn.init's normal_, trunc_normal_, uniform_ and kaiming_uniform_
+    during the test (they still initialise)."""
+    import torch.nn.init as init
+
+    calls = []
+
+    def recording(original):
+        def initialiser(tensor, *args, **kwargs):
+            calls.append((tensor.device.type, tuple(tensor.shape)))
+            return original(tensor, *args, **kwargs)
+
+        return initialiser
+
+    for name in ("normal_", "trunc_normal_", "uniform_", "kaiming_uniform_"):
+        monkeypatch.setattr(init, name, recording(getattr(init, name)))
+    return calls
