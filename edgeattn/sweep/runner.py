@@ -31,7 +31,7 @@ from ..jetson.lock import board_lock
 from . import state as state_io
 from .controllers import HostCpuController, JetsonController
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
-from .telemetry import Telemetry, settle, start_telemetry, throttling
+from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
 
 PRECISIONS = ("fp32", "fp16")
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
@@ -632,6 +632,9 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
             else:
                 store.notes.append("host-cpu: no power measurement on this profile")
             _build_engines(variants, out_dir, builder, echo)
+            if not telemetry.wait_for_first_samples():  # the samplers started before the (long) engine builds
+                echo("warning: no power/telemetry sample yet after {:.0f} s; measuring anyway".format(
+                    FIRST_SAMPLE_TIMEOUT_S))
             counter = [already]
             for index, mode in enumerate(plan):
                 if mode.id in state.get("done_modes", []):

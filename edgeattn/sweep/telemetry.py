@@ -14,6 +14,8 @@ from ..jetson import ina3221, tegrastats
 from ..jetson.power import samples_in_window, window_summary
 
 BUSY_UTIL_PCT = 50
+#: how long a sweep waits for its samplers' first samples before measuring anyway (one interval is the norm)
+FIRST_SAMPLE_TIMEOUT_S = 5.0
 CLOCK_DROP_FRACTION = 0.9
 
 
@@ -50,6 +52,19 @@ class Telemetry(object):
             if sampler is not None and all(sampler is not s for s in seen):
                 seen.append(sampler)
         return seen
+
+    def wait_for_first_samples(self, timeout_s=FIRST_SAMPLE_TIMEOUT_S, clock=time.time, sleep=time.sleep):
+        """Block until every running sampler has delivered a sample (at most ``timeout_s``): a window measured
+        before its sampler's first line has no power to attribute. tegrastats prints its first line one interval
+        after it starts, later when the machine is busy; a stopped sampler is not waited for. Returns whether all
+        delivered."""
+        deadline = clock() + timeout_s
+        for sampler in self._unique():
+            while not sampler.samples():
+                if (hasattr(sampler, "running") and not sampler.running) or clock() >= deadline:
+                    return False
+                sleep(min(0.05, sampler.interval_s / 4.0))
+        return True
 
     def wait_for_samples_after(self, stamp, clock=time.time, sleep=time.sleep):
         """Block (at most ~2 intervals) until every sampler has a sample received after ``stamp`` plus half an

@@ -73,6 +73,38 @@ def test_settle_without_telemetry_waits_the_cap():
     assert telemetry.settle(None, 0, clock=clock, sleep=clock.sleep)["waited_s"] == 0.0
 
 
+class _LateSampler(_FakeSampler):
+    """Delivers its samples only once the clock reaches each sample's time (a tool that starts late)."""
+
+    def __init__(self, timed, clock):
+        super().__init__(timed)
+        self.clock = clock
+
+    def samples(self, since=None, until=None):
+        arrived = [(t, s) for t, s in self.timed if t <= self.clock()]
+        return [(t, s) for t, s in arrived if (since is None or t >= since) and (until is None or t <= until)]
+
+
+def test_first_samples_are_waited_for_before_measuring():
+    clock = _Clock()
+    late = _LateSampler([(1001.7, _sample(50.0)), (1002.2, _sample(50.0))], clock)
+    tele = telemetry.Telemetry(power=late, board=late)
+    assert tele.wait_for_first_samples(clock=clock, sleep=clock.sleep) is True
+    assert 1001.7 <= clock.now < 1001.7 + 0.2
+
+
+def test_first_samples_wait_is_bounded_and_skips_a_stopped_sampler():
+    clock = _Clock()
+    silent = _LateSampler([], clock)
+    tele = telemetry.Telemetry(board=silent)
+    assert tele.wait_for_first_samples(timeout_s=3.0, clock=clock, sleep=clock.sleep) is False
+    assert 1003.0 <= clock.now < 1003.2
+    silent.running = False
+    started = clock.now
+    assert tele.wait_for_first_samples(clock=clock, sleep=clock.sleep) is False and clock.now == started
+    assert telemetry.Telemetry().wait_for_first_samples(clock=clock, sleep=clock.sleep) is True  # host CPU
+
+
 def test_throttling_on_the_real_orin_nano_busy_line():
     busy = parse_line(capture("tegrastats/orin_nano_super_jp62.log").splitlines()[1])
     tele = telemetry.Telemetry(board=_FakeSampler([(10.0, busy)]))
