@@ -180,12 +180,10 @@ def create_model(name, img_size=None, num_classes=1000, **cfg):
         raise EdgeAttnError("{}: num_classes must be a positive integer, got {!r}".format(name, num_classes))
     import torch
 
-    if torch.get_default_device().type == "meta":
-        # nothing to fill on the meta device (parameter counts, shape checks): torch's initialisers would only run
-        # their Python meta kernels (half the time of building a model there)
-        with initialisation_skipped():
-            model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
-    else:
+    # nothing to fill on the meta device (parameter counts, shape checks): torch's initialisers would only run their
+    # Python meta kernels (half the time of building a model there)
+    on_meta = torch.get_default_device().type == "meta"
+    with initialisation_skipped() if on_meta else contextlib.nullcontext():
         model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
     config = dict(getattr(model, "edgeattn_config", None) or {})
     config.update({"img_size": img_size, "num_classes": num_classes})

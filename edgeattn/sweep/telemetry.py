@@ -19,6 +19,15 @@ FIRST_SAMPLE_TIMEOUT_S = 5.0
 CLOCK_DROP_FRACTION = 0.9
 
 
+def _stopped(sampler):
+    """A sampler whose reader has ended delivers nothing more: not worth waiting for."""
+    return hasattr(sampler, "running") and not sampler.running
+
+
+def _poll_s(sampler):
+    return min(0.05, sampler.interval_s / 4.0)
+
+
 class Telemetry(object):
     """The samplers of a sweep: ``power`` (tegrastats or INA3221, or None) and ``board`` (tegrastats, or None:
     GPU load/clock and temperatures). Both may be the same tegrastats sampler."""
@@ -61,9 +70,9 @@ class Telemetry(object):
         deadline = clock() + timeout_s
         for sampler in self._unique():
             while not sampler.samples():
-                if (hasattr(sampler, "running") and not sampler.running) or clock() >= deadline:
+                if _stopped(sampler) or clock() >= deadline:
                     return False
-                sleep(min(0.05, sampler.interval_s / 4.0))
+                sleep(_poll_s(sampler))
         return True
 
     def wait_for_samples_after(self, stamp, clock=time.time, sleep=time.sleep):
@@ -73,16 +82,14 @@ class Telemetry(object):
             deadline = clock() + 2.5 * sampler.interval_s
             target = stamp + sampler.interval_s / 2.0
             while clock() < deadline:
-                if sampler.samples(since=target):
+                if sampler.samples(since=target) or _stopped(sampler):
                     break
-                if hasattr(sampler, "running") and not sampler.running:
-                    break
-                sleep(min(0.05, sampler.interval_s / 4.0))
+                sleep(_poll_s(sampler))
 
     def covers(self, stamp):
         """True when every sampler has delivered the sample that covers time ``stamp`` (or has stopped)."""
         for sampler in self._unique():
-            if hasattr(sampler, "running") and not sampler.running:
+            if _stopped(sampler):
                 continue
             if not sampler.samples(since=stamp + sampler.interval_s / 2.0):
                 return False
