@@ -4,14 +4,17 @@ Nothing here imports torch or onnx at module level: the device-side tests also r
 click, PyYAML and numpy installed.
 
 Under pytest-xdist every worker computes with one torch/OpenMP thread (two workers on two cores, not four threads
-fighting over them), all tests of one exported model run on one worker (:func:`xdist_scope`), and tests marked
-slow are scheduled first. With CI=true (.ci/run) a skip is a failure unless the test is a GPU test skipped for want of
+fighting over them), all tests of one exported model run on one worker (:func:`work_unit`), the tests of the
+largest models run one after another on one worker (:func:`xdist_scope`), and tests marked slow are scheduled
+first. With CI=true (.ci/run) a skip is a failure unless the test is a GPU test skipped for want of
 a CUDA device: whatever else skips could have run there.
 """
 import os
 import sys
 
 import pytest
+
+from memory_support import memory_heavy, release_freed_memory
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DIR = os.environ.get("EDGEATTN_SHARED_DIR", os.path.join(os.path.dirname(REPO_ROOT), "shared"))
@@ -55,12 +58,13 @@ GROUPED_BY_FIRST_PARAMETER = ("tests/export/test_export_models.py::", "tests/mod
 #: test modules whose tests share expensive module fixtures (every registered model's custom nodes, a linked plugin
 #: library): all their tests run on one worker, which builds those fixtures once
 GROUPED_BY_MODULE = ("tests/plugins/test_plugins_registry_rtx.py::",)
+#: the pytest-xdist scope of every test that holds a large model (memory_support.memory_heavy)
+MEMORY_HEAVY = "memory-heavy tests"
 
 
-def xdist_scope(nodeid):
-    """The unit of work pytest-xdist hands to one worker: one test, every test of one model in a module grouped by
-    first parameter, or a whole grouped module. (xdist's own --dist loadgroup marks do not group under pytest >= 9,
-    which no longer reads the node id it edits.)"""
+def work_unit(nodeid):
+    """Tests that share expensive work: one test, every test of one model in a module grouped by first parameter,
+    or a whole grouped module."""
     for prefix in GROUPED_BY_MODULE:
         if nodeid.startswith(prefix):
             return prefix
@@ -70,9 +74,16 @@ def xdist_scope(nodeid):
     return nodeid
 
 
+def xdist_scope(nodeid):
+    """What pytest-xdist hands to one worker: the work unit of ``nodeid``, or all memory-heavy tests together.
+    (xdist's own --dist loadgroup marks do not group under pytest >= 9, which no longer reads the node id it
+    edits.)"""
+    return MEMORY_HEAVY if memory_heavy(nodeid) else work_unit(nodeid)
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which the Python 3.8 device-side venv lacks
 def pytest_xdist_make_scheduler(config, log):
-    """-n N: pytest-xdist's load balancing over the work units of :func:`xdist_scope`, in collection order."""
+    """-n N: pytest-xdist's load balancing over the scopes of :func:`xdist_scope`, in collection order."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -143,63 +154,19 @@ def pytest_collection_modifyitems(config, items):
     # collection order (pytest_configure, pytest_xdist_make_scheduler), so they start at once and overlap the rest
     # instead of trailing it.
     items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1)
-    # Every test of one work unit (xdist_scope) back to back, where its first test was: a grouped module's fixture
-    # then holds one model's exports at a time, with or without pytest-xdist.
+    # Every test of one work unit back to back, where its first test was (a grouped module's fixture then holds one
+    # model's exports at a time, with or without pytest-xdist), and the memory-heavy units back to back, where the
+    # first of them was: the xdist scopes, in collection order.
     first = {}
     for index, item in enumerate(items):
         first.setdefault(xdist_scope(item.nodeid), index)
-    items.sort(key=lambda item: first[xdist_scope(item.nodeid)])
+        first.setdefault(work_unit(item.nodeid), index)
+    items.sort(key=lambda item: (first[xdist_scope(item.nodeid)], first[work_unit(item.nodeid)]))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not _cuda_available():
         skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
         for item in gpu_items:
             item.add_marker(skip)
-
-
-#: growth of resident memory since the last trim after which a finished test's freed heap is handed back to the
-#: system (see release_freed_memory)
-TRIM_GROWTH_BYTES = 128 << 20
-#: above this, a trim also collects reference cycles first (models, TorchScript graphs), which frees more
-COLLECT_ABOVE_BYTES = 1 << 30
-
-
-def _libc_malloc_trim():
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        return None
-
-
-def _resident_bytes():
-    try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-_TRIM = {}
-
-
-def release_freed_memory():
-    """glibc keeps the pages of freed allocations (protobuf messages, TorchScript graphs, tensors below its mmap
-    threshold) in its heap: a worker that had exported a large model kept ~1 GB it no longer used, and the next large
-    export's peak (~2 GB over what the worker holds) came on top of it. After a test that left the process
-    TRIM_GROWTH_BYTES larger than after the last trim, hand those pages back (malloc_trim: ~40 ms, 0.5 ms when there
-    is nothing to return)."""
-    if "malloc_trim" not in _TRIM:
-        _TRIM.update(malloc_trim=_libc_malloc_trim(), after=0)
-    resident = _resident_bytes()
-    if _TRIM["malloc_trim"] is None or resident < _TRIM["after"] + TRIM_GROWTH_BYTES:
-        return
-    if resident > COLLECT_ABOVE_BYTES:
-        import gc
-
-        gc.collect()
-    _TRIM["malloc_trim"](0)
-    _TRIM["after"] = _resident_bytes()
 
 
 def pytest_runtest_logfinish(nodeid, location):

@@ -14,8 +14,9 @@ moves the logits by far more than the gate; the non-square maps catch a height/w
 Exports are shared per module, one per model and variant (seed 0); the fixture keeps only what the tests read (the
 graph without initializers, the custom nodes as onnx-graphsurgeon sees them, the TensorRT variant's graph) and
 deletes the file. A model whose plugin-mode forward calls no custom op exports once: with no custom-op call its
-plugin-mode trace is the plain trace. Under pytest-xdist all tests of one model share a worker (tests/conftest.py
-xdist_scope: the first parameter of every test here is the model), so no model is exported twice.
+plugin-mode trace is the plain trace. The tests of one model run back to back, and under pytest-xdist this whole
+module on one worker (tests/conftest.py work_unit and xdist_scope: the first parameter of every test here is the
+model), so no model is exported twice.
 """
 import collections
 import io
@@ -32,6 +33,7 @@ from edgeattn.models import list_models
 from edgeattn.schemas import get_schema
 
 from export_helpers import capture_custom_op_calls, expected_attributes, export_images
+from memory_support import release_freed_memory
 from random_params import randomise_parameters
 
 #: Registered size variants not exported here, each with the model whose export covers it: the same module classes
@@ -158,6 +160,7 @@ def export_for_tests(arch, directory):
         # stripping the functions does not read the weights: strip the graph without them
         tensorrt_model = onnx.load_from_string(onnx_graph.strip_local_functions(graph_model))
         results[plugins] = Exported(summary, calls if plugins else [], graph_model, gs_nodes, tensorrt_model)
+        release_freed_memory()  # the next export's peak then starts from what is live, not from this one's heap
     results.setdefault(True, results[False])
     return results
 

@@ -117,6 +117,7 @@ def test_edgeattn_compare_measures_how_far_a_substitution_moves_the_logits(invok
     paths = {"original": tmp_path / "original.pt", "multispot": tmp_path / "multispot.pt"}
     save_checkpoint(original, paths["original"])
     save_checkpoint(substituted, paths["multispot"])
+    del original, substituted  # compare loads both files: four ViT-B copies at once took a worker to 2.2 GB
     same = json.loads(invoke(["compare", paths["original"], paths["original"], "--inputs", "2", "--json", "-",
                               "--quiet"], expect=0).stdout)
     assert same["passed"] and same["outputs"][same["primary_output"]]["max_abs"] == 0
