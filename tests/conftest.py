@@ -4,8 +4,8 @@ Nothing here imports torch or onnx at module level: the device-side tests also r
 click, PyYAML and numpy installed.
 
 Under pytest-xdist every worker computes with one torch/OpenMP thread (two workers on two cores, not four threads
-fighting over them), all tests of one exported model run on one worker (:func:`work_unit`), the tests of the
-largest models run one after another on one worker (:func:`xdist_scope`), and tests marked slow are scheduled
+fighting over them), all tests of one exported model run on one worker (:func:`work_unit`), on two workers the
+memory-heavy tests run one after another on one of them (:func:`xdist_scope`), and tests marked slow are scheduled
 first. With CI=true (.ci/run) a skip is a failure unless the test is a GPU test skipped for want of
 a CUDA device: whatever else skips could have run there.
 """
@@ -60,6 +60,9 @@ GROUPED_BY_FIRST_PARAMETER = ("tests/export/test_export_models.py::", "tests/mod
 GROUPED_BY_MODULE = ("tests/plugins/test_plugins_registry_rtx.py::",)
 #: the pytest-xdist scope of every test that holds a large model (memory_support.memory_heavy)
 MEMORY_HEAVY = "memory-heavy tests"
+#: with more workers the memory-heavy tests spread like the rest: run in order on one worker (~370 s here) they
+#: would bound the suite's time however many cores there are, and a machine with more cores has more memory
+MEMORY_HEAVY_MAX_WORKERS = 2
 
 
 def work_unit(nodeid):
@@ -83,14 +86,15 @@ def xdist_scope(nodeid):
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which the Python 3.8 device-side venv lacks
 def pytest_xdist_make_scheduler(config, log):
-    """-n N: pytest-xdist's load balancing over the scopes of :func:`xdist_scope`, in collection order."""
+    """-n N: pytest-xdist's load balancing over the scopes of :func:`xdist_scope` (of :func:`work_unit` above
+    MEMORY_HEAVY_MAX_WORKERS workers), in collection order."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupedLoadScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            return xdist_scope(nodeid)
+            return xdist_scope(nodeid) if self.numnodes <= MEMORY_HEAVY_MAX_WORKERS else work_unit(nodeid)
 
     return GroupedLoadScheduling(config, log)
 

@@ -7,7 +7,7 @@ import os
 #: Registered models of MEMORY_HEAVY_PARAMETERS or more (tests/models/test_registry.py checks the list against them).
 #: Exporting one peaks at ~2 GB in a worker, loading and saving one at ~1.5 GB; two such tests at once on the two
 #: workers took the suite to 3.6-3.8 GB. Their tests and MEMORY_HEAVY_TESTS form one pytest-xdist scope
-#: (tests/conftest.py), which one worker runs while the other runs everything else.
+#: (tests/conftest.py): on two workers, one runs them in order while the other runs everything else.
 MEMORY_HEAVY_PARAMETERS = 45 * 10**6
 MEMORY_HEAVY_MODELS = frozenset([
     "cswin_144_24322_large", "cswin_96_24322_base", "cswin_b36292_agent", "cswin_b36292_effatt",
