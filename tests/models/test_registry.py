@@ -52,12 +52,13 @@ def test_fixed_names_registered():
 def test_memory_heavy_models_are_the_largest_registered():
     """tests/conftest.py runs the tests of these models one after another on one worker, to keep the suite under
     3 GB: a newly registered large model must join them (and a smaller one must not slow that worker down)."""
+    from edgeattn.models.complexity import count_params
     from memory_support import MEMORY_HEAVY_MODELS, MEMORY_HEAVY_PARAMETERS
 
     counts = {}
     for name in list_models():
         with torch.device("meta"):
-            counts[name] = sum(p.numel() for p in create_model(name).parameters())
+            counts[name] = count_params(create_model(name))
     assert {name for name, count in counts.items() if count >= MEMORY_HEAVY_PARAMETERS} == MEMORY_HEAVY_MODELS
 
 
