@@ -208,8 +208,10 @@ def test_device_side_tests_pass_under_python38(tmp_path_factory, record_property
     env.pop("CI", None)  # the inner session's skips are judged here (inner_skip_allowed)
     junit = str(tmp_path_factory.mktemp("py38-report") / "junit.xml")
     proc = subprocess.run(
-        # two workers: much of this pass waits on the fake boards' tegrastats, and one worker can compute meanwhile
-        [py, "-m", "pytest", "-q", "-rs", "-n", "2", "-p", "no:cacheprovider", "-m", "not gpu", "--junitxml", junit]
+        # one process: it runs beside the worker exporting the largest models, and two workers of its own (~290 MB
+        # each) took the whole run past 3 GB; alone it takes ~95 s instead of ~55 s, mostly waiting on the fake
+        # boards' tegrastats while the other workers compute
+        [py, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "not gpu", "--junitxml", junit]
         + dirs,
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
         timeout=900,
