@@ -164,14 +164,21 @@ def atomic_write(path, mode="wb"):
 def atomic_path(path):
     """Yield a temporary path next to ``path``; it is renamed onto ``path`` on success and deleted otherwise.
 
-    For writers that insist on a file name (torch.onnx.export, TensorRT serializers, trtexec --saveEngine).
+    For writers that insist on a file name (torch.onnx.export, TensorRT serializers, trtexec --saveEngine). As in
+    :func:`atomic_write`, an OSError of the block that names no file becomes an OutputError naming ``path``.
     """
     path, directory, created = _prepare(path)
     ext = os.path.splitext(path)[1]
     fd, tmp = _temporary(path, directory, created, suffix=ext)
     os.close(fd)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as error:  # the writer's own failure (a full disk) names the destination, as atomic_write's
+            converted = _converted(error, path)
+            if converted is None:
+                raise
+            raise converted
         try:
             _fsync_path(tmp)
             os.chmod(tmp, output_mode(path))

@@ -81,9 +81,22 @@ def test_write_errors_name_the_destination_not_the_temporary_file(tmp_path, monk
         assert _tree(tmp_path) == []  # neither the temporary file nor the directory made for it
 
 
-def test_an_input_error_inside_the_block_is_not_blamed_on_the_output(tmp_path):
+def test_a_writer_failing_inside_atomic_path_names_the_destination(tmp_path):
+    """A writer given the temporary path (torch.onnx.export) that hits a full disk: its OSError names no file."""
+    target = tmp_path / "new" / "model.onnx"
+    with pytest.raises(OutputError) as caught:
+        with atomic_path(str(target)) as tmp:
+            with open(tmp, "wb") as handle:
+                handle.write(b"partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert caught.value.format_message() == "cannot write {}: No space left on device".format(target)
+    assert _tree(tmp_path) == []
+
+
+@pytest.mark.parametrize("writer", ["write", "path"])
+def test_an_input_error_inside_the_block_is_not_blamed_on_the_output(tmp_path, writer):
     with pytest.raises(FileNotFoundError):
-        with atomic_write(str(tmp_path / "out.json")):
+        with (atomic_write if writer == "write" else atomic_path)(str(tmp_path / "out.json")):
             open(str(tmp_path / "missing-input"))
     assert _tree(tmp_path) == []
 
