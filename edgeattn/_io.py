@@ -124,6 +124,18 @@ def _converted(error, path):
 
 
 @contextlib.contextmanager
+def _naming_destination(path):
+    """An OSError of the block about our own output (see :func:`_converted`) becomes an OutputError naming ``path``."""
+    try:
+        yield
+    except OSError as error:
+        converted = _converted(error, path)
+        if converted is None:
+            raise
+        raise converted
+
+
+@contextlib.contextmanager
 def atomic_write(path, mode="wb"):
     """Yield a file object whose contents replace ``path`` only if the block finishes without an exception.
 
@@ -134,18 +146,13 @@ def atomic_write(path, mode="wb"):
     path, directory, created = _prepare(path)
     fd, tmp = _temporary(path, directory, created)
     try:
-        try:
+        with _naming_destination(path):
             os.fchmod(fd, output_mode(path))
             with os.fdopen(fd, mode) as handle:
                 fd = None
                 yield handle
                 handle.flush()
                 os.fsync(handle.fileno())
-        except OSError as error:
-            converted = _converted(error, path)
-            if converted is None:
-                raise
-            raise converted
         try:
             _publish(tmp, path)
         except OSError as error:
@@ -172,13 +179,8 @@ def atomic_path(path):
     fd, tmp = _temporary(path, directory, created, suffix=ext)
     os.close(fd)
     try:
-        try:
+        with _naming_destination(path):  # the writer's own failure (a full disk) names the destination
             yield tmp
-        except OSError as error:  # the writer's own failure (a full disk) names the destination, as atomic_write's
-            converted = _converted(error, path)
-            if converted is None:
-                raise
-            raise converted
         try:
             _fsync_path(tmp)
             os.chmod(tmp, output_mode(path))
