@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from edgeattn.bench.stats import STAT_KEYS, latency_stats, throughput
+from edgeattn.bench import timing
 from edgeattn.bench.timing import MIN_ITERATIONS, check_run_length, run_timed
 
 
@@ -86,3 +87,46 @@ def test_timed_loop_duration_mode_has_minimum_iterations_and_warmup():
     assert len(run.samples_ms) >= MIN_ITERATIONS
     assert run.device_ms is None
     assert len(calls) == run.warmup_iterations + len(run.samples_ms)
+
+
+class _SteppedClock(object):
+    """The loop's clocks, advanced only by the step: every step takes exactly ``step_s`` (a power of two, so the
+    sums are exact). Stands in for the ``time`` module of edgeattn.bench.timing: no test sleeps on a wall clock."""
+
+    def __init__(self, step_s):
+        self.now = 0.0
+        self.step_s = step_s
+        self.calls = 0
+
+    def perf_counter(self):
+        return self.now
+
+    def time(self):
+        return 1000.0 + self.now
+
+    def step(self):
+        self.now += self.step_s
+        self.calls += 1
+        return float(self.calls)  # "device time": the call's number, to tell which calls were recorded
+
+
+def test_warmup_lasts_its_seconds_and_none_of_its_iterations_are_recorded(monkeypatch):
+    """1 s of warm-up at 0.125 s per step is 8 calls; the 2 s timed phase is the next 16 calls, each 125 ms."""
+    clock = _SteppedClock(0.125)
+    monkeypatch.setattr(timing, "time", clock)
+    run = run_timed(clock.step, warmup_s=1.0, duration_s=2.0)
+    assert run.warmup_iterations == 8 and run.warmup_s == 1.0
+    assert run.samples_ms == [125.0] * 16 and run.elapsed_s == 2.0
+    assert run.device_ms == [float(n) for n in range(9, 25)]  # calls 1-8 were the warm-up
+    assert (run.start_unix, run.end_unix) == (1001.0, 1003.0)
+    assert clock.calls == run.warmup_iterations + len(run.samples_ms)
+
+
+def test_duration_shorter_than_one_iteration_still_times_the_minimum(monkeypatch):
+    """A 1 ms duration with 125 ms iterations: the duration is over after the first one, yet MIN_ITERATIONS run."""
+    clock = _SteppedClock(0.125)
+    monkeypatch.setattr(timing, "time", clock)
+    run = run_timed(clock.step, warmup_s=0.0, duration_s=0.001)
+    assert run.warmup_iterations == 0
+    assert run.samples_ms == [125.0] * MIN_ITERATIONS and clock.calls == MIN_ITERATIONS
+    assert run.elapsed_s == 0.125 * MIN_ITERATIONS

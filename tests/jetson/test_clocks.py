@@ -33,6 +33,19 @@ def test_nano_locked():
     assert data["cpus"]["cpu3"]["idle_states"] == {"WFI": 0, "c7": 0}
 
 
+def test_emc_below_its_maximum_means_not_locked():
+    """jtop's rule (jetson.md §3.1): locked needs every online CPU min == max, GPU min == max AND EMC current ==
+    max. The locked Nano capture with only its EMC back at the minimum it lists is therefore not locked."""
+    locked = capture("clocks/show_nano_locked.txt")
+    emc_line = "EMC MinFreq=204000000 MaxFreq=1600000000 CurrentFreq=1600000000 FreqOverride=1"
+    assert emc_line in locked
+    scaled = locked.replace(emc_line, "EMC MinFreq=204000000 MaxFreq=1600000000 CurrentFreq=204000000 FreqOverride=0")
+    data = clocks.parse_show(scaled)
+    assert data["gpu"]["min_hz"] == data["gpu"]["max_hz"]
+    assert all(cpu["min_khz"] == cpu["max_khz"] for cpu in data["cpus"].values())
+    assert data["emc"]["cur_hz"] < data["emc"]["max_hz"] and data["locked"] is False
+
+
 def test_orin_nano_jp6_two_space_format():
     data = clocks.parse_show(capture("clocks/show_orin_nano_jp6_15w.txt"))
     assert len(data["cpus"]) == 6 and data["cpus"]["cpu5"]["governor"] == "ondemand"

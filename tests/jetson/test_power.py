@@ -32,6 +32,18 @@ def test_summary_of_the_agx_orin_r36_capture():
     assert summary["gpu"]["util_pct"]["mean"] == 0
 
 
+def test_energy_is_the_trapezoid_between_unequal_samples():
+    """Two consecutive real samples 1 s apart with different totals: the trapezoid is their mean times 1 s, not
+    either endpoint (the three-line capture above is symmetric, so a rectangle rule would pass it)."""
+    first_two = capture("tegrastats/agx_orin_r36_4_4.log").splitlines()[:2]
+    summary = power.summarise_log_lines(first_two)
+    assert summary["samples"] == 2 and summary["time_span"]["duration_s"] == 1.0
+    before, after = 2.412 + 1.607 + 4.707, 2.412 + 1.607 + 4.607   # VDD_GPU_SOC + VDD_CPU_CV + VIN_SYS_5V0, W
+    assert summary["energy_j"] == pytest.approx((before + after) / 2.0 * 1.0, abs=1e-3)
+    assert summary["energy_j"] != pytest.approx(before, abs=1e-3) and summary["energy_j"] != pytest.approx(after,
+                                                                                                         abs=1e-3)
+
+
 def test_jp4_log_without_timestamps_and_garbage_lines():
     text = capture("tegrastats/nano_jp4_root.log") + "garbage line\n\x00\x01binary\n" + \
         capture("tegrastats/nano_jp4_nonroot.log")

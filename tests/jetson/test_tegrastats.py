@@ -106,6 +106,24 @@ def test_jetpack7_three_value_rails_and_double_temperatures():
     assert sample.engines["NVENC0"]["freq_mhz"] == 314 and sample.gpu_freq_mhz == 1300
 
 
+def test_pmic_constant_is_never_the_hottest_sensor():
+    """tegrastats prints PMIC@100C as a constant on TX1/TX2/Xavier (jetson.md §4.2): the hottest chip sensor is
+    read off the other sensors of each captured line, or every such board would look like it hit 85 C."""
+    expected = [(42.75, "Tdiode"), (41.0, "GPU"), (34.75, "Tdiode")]   # the maxima of each line without PMIC
+    samples = [ts.parse_line(line) for line in lines("tx1_tx2_xavier_jp4.log")]
+    assert all(s.temperatures["PMIC"] == 100.0 for s in samples)
+    assert [s.hottest_c for s in samples] == expected
+
+
+def test_sampler_interval_is_the_milliseconds_it_passes_to_tegrastats():
+    """``tegrastats --interval N`` takes milliseconds (jetson.md §4.1); the sampler's window attribution needs
+    the same interval in seconds."""
+    for interval_ms in (500, 750, 1000, 2000):
+        sampler = ts.TegrastatsSampler(interval_ms=interval_ms, tool="tegrastats")
+        assert sampler.args == ["tegrastats", "--interval", str(interval_ms)]
+        assert sampler.interval_s == pytest.approx(interval_ms / 1000.0)
+
+
 @pytest.mark.parametrize("garbage", ["", "   ", "hello world", "NVPM ERROR: foo", "RAM", "CPU [", "GR3D_FREQ",
                                      "12-01-2025 10:00:00", "VDD_IN 5139mW/", "@@@ %%% ///"])
 def test_garbage_is_not_a_sample(garbage):

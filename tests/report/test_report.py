@@ -130,6 +130,33 @@ def test_report_files(tmp_path, invoke):
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
 
 
+def _markdown_section(report, title):
+    """The table rows (cells split) of the report.md section whose heading starts with ``title``."""
+    body = next(part for part in report.split("\n### ") if part.startswith(title))
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in body.splitlines()[1:]
+            if line.startswith("| ") and not line.startswith("| ---")]
+
+
+def test_power_tables_hold_energy_per_item_and_items_per_watt(tmp_path):
+    """Each repeat of _fig4_rows runs at the mode's budget P (60 W for MAXN) and FPS f = Fig. 4 value -/+ 1, so
+    its energy per item is P / f J and its efficiency f / P items/s/W; the tables show the mean over the repeats."""
+    out = str(tmp_path / "sweep")
+    _write_results(out, _fig4_rows())
+    build_report(out, plots=False)
+    report = open(os.path.join(out, "report.md")).read()
+    energy = {row[0]: row[1:] for row in _markdown_section(report, "Energy per item, J")}
+    efficiency = {row[0]: row[1:] for row in _markdown_section(report, "Items per second per watt")}
+    power = {row[0]: row[1:] for row in _markdown_section(report, "Mean power, W")}
+    assert energy["model"] == efficiency["model"] == ["MODE_15W", "MODE_30W", "MODE_50W", "MAXN"]
+    for model, values in FIG4_FP32.items():
+        budgets = [mode[2] or 60 for mode in AGX_MODES]
+        assert energy[model] == ["{:.4f}".format((p / (f - 1.0) + p / (f + 1.0)) / 2.0)
+                                 for p, f in zip(budgets, values)]
+        assert efficiency[model] == ["{:.2f}".format(((f - 1.0) / p + (f + 1.0) / p) / 2.0)
+                                     for p, f in zip(budgets, values)]
+        assert power[model] == ["{:.2f}".format(p) for p in budgets]
+
+
 def test_report_speedup_plot_title_says_which_definition(tmp_path):
     out = str(tmp_path / "sweep")
     _write_results(out, _fig4_rows())

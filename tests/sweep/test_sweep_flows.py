@@ -11,9 +11,10 @@ import pytest
 import stubbench
 from sweep_timing import FAST_INTERVAL_MS, scaled
 from edgeattn.errors import EdgeAttnError
-from edgeattn.jetson import nvpmodel
+from edgeattn.jetson import clocks, default_root, nvpmodel
 from edgeattn.sweep import run_sweep
 from edgeattn.sweep import runner
+from edgeattn.sweep.controllers import JetsonController
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -109,6 +110,97 @@ def test_failure_mid_sweep_restores_and_keeps_rows_then_resume_completes(fake_bo
     assert outcome.status == "complete"
     assert [r["mode_id"] for r in outcome.rows] == [4, 0, 3]   # nothing measured twice
     assert board.state()["mode"] == 4 and board.state()["locked"] is False
+
+
+class _InProcessBoard(object):
+    """nvpmodel and jetson_clocks as the fake tools (tests/fakes) behave, in this process and without a
+    subprocess per call: ``nvpmodel -m`` switches and drops any lock, ``jetson_clocks`` locks, ``--store`` records
+    the lock state and ``--restore`` puts it back. ``calls`` is the order in which the tools ran."""
+
+    def __init__(self, monkeypatch, conf_modes, mode, locked):
+        self.names = {i: m["name"] for i, m in conf_modes.items()}
+        self.mode, self.locked, self.stored, self.calls = mode, locked, None, []
+        for module, name, function in (
+                (nvpmodel, "current_mode", self.current_mode), (nvpmodel, "set_mode", self.set_mode),
+                (clocks, "show", self.show), (clocks, "store", self.store), (clocks, "lock", self.lock),
+                (clocks, "restore", self.restore), (clocks, "discard_store", lambda path: None)):
+            monkeypatch.setattr(module, name, function)
+
+    def current_mode(self, timeout=None):
+        return nvpmodel.PowerMode(self.mode, self.names[self.mode])
+
+    def set_mode(self, mode_id, accept_reboot=False, timeout=None):
+        self.calls.append(("nvpmodel -m", mode_id))
+        self.mode, self.locked = mode_id, False
+        return nvpmodel.SwitchResult(mode_id, "switched", "", 0)
+
+    def show(self, timeout=None, use_sudo=False):
+        return {"locked": self.locked, "gpu": {"max_hz": 918000000}}
+
+    def store(self, path=None, timeout=None):
+        self.calls.append(("jetson_clocks --store", None))
+        self.stored = self.locked
+        return "/private/store/jetson_clocks.orig"
+
+    def lock(self, timeout=None):
+        self.calls.append(("jetson_clocks", None))
+        self.locked = True
+
+    def restore(self, path, timeout=None):
+        self.calls.append(("jetson_clocks --restore", None))
+        self.locked = self.stored
+
+
+def _controller_away_from_the_original_mode(fake_board, monkeypatch, clocks_wanted, locked_before=False):
+    """A JetsonController on the Orin NX 16GB (conf, profile) that recorded the original state and switched to
+    another live mode, locking again there with ``--clocks max`` -- what a sweep has done when it fails or is
+    interrupted in that mode. Returns (board, controller, original)."""
+    spec = fake_board("orin-nx-16gb")                    # its root: device tree, release, nvpmodel.conf
+    board = _InProcessBoard(monkeypatch, spec.conf_modes, spec.default_mode, locked_before)
+    board.default_mode = spec.default_mode
+    profile, detected = runner.resolve_profile("auto", default_root())
+    controller = JetsonController(profile, default_root(), lambda line: None, board=detected)
+    controller.current_mode_id()
+    original = controller.capture_original(None, clocks_wanted)
+    if clocks_wanted == "max":
+        controller.lock_clocks()
+    other = next(m for m in controller.modes() if m.id != spec.default_mode
+                 and not controller.needs_reboot(spec.default_mode, m.id))
+    assert controller.switch(other, False, original) == ("ready", None)
+    if clocks_wanted == "max":
+        controller.lock_clocks()                         # the sweep locks again in every mode
+    assert board.mode == other.id
+    return board, controller, original
+
+
+def test_failed_or_interrupted_sweep_relocks_clocks_that_were_locked_before(fake_board, monkeypatch):
+    """The user ran jetson_clocks before the sweep; a mode switch drops that lock (nvpmodel -m). Restoring after a
+    failure or a signal (``final=False``) must put the stored clocks back too, not only at a complete end."""
+    board, controller, original = _controller_away_from_the_original_mode(fake_board, monkeypatch, "default",
+                                                                          locked_before=True)
+    assert board.locked is False                         # the switch unlocked them
+    report = controller.restore(original, final=False)
+    assert board.mode == board.default_mode and board.locked is True
+    assert report["mode"]["ok"] is True and report["clocks"]["ok"] is True
+    assert board.calls[-1] == ("jetson_clocks --restore", None)
+
+
+def test_clocks_we_locked_are_unlocked_before_every_mode_switch(fake_board, monkeypatch):
+    """jetson_clocks pins the current mode's maxima (jetson.md §3.1): each ``nvpmodel -m`` must come after the
+    ``jetson_clocks --restore`` that undoes our own lock, on a switch and on the final restore."""
+    board, controller, original = _controller_away_from_the_original_mode(fake_board, monkeypatch, "max")
+    controller.restore(original, final=True)
+    ours_locked = False
+    for tool, argument in board.calls:
+        if tool == "jetson_clocks":
+            ours_locked = True
+        elif tool == "jetson_clocks --restore":
+            ours_locked = False
+        elif tool == "nvpmodel -m":
+            assert not ours_locked, "nvpmodel -m {} ran while our jetson_clocks lock was on".format(argument)
+    assert [tool for tool, _ in board.calls].count("nvpmodel -m") == 2
+    assert [tool for tool, _ in board.calls].count("jetson_clocks") == 2
+    assert board.mode == board.default_mode and board.locked is False
 
 
 def test_resume_refusals(fake_board, fast_sampling, tmp_path):

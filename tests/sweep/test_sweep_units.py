@@ -8,7 +8,7 @@ from jetson_support import capture
 from edgeattn.jetson.tegrastats import parse_line
 from edgeattn.sweep import results, telemetry
 from edgeattn.sweep.controllers import SweepMode, budget_from_name
-from edgeattn.sweep.runner import _order_plan, parse_modes
+from edgeattn.sweep.runner import _attach_power, _order_plan, parse_modes
 
 
 def test_plan_starts_with_the_current_mode_and_groups_reboots():
@@ -117,6 +117,51 @@ def test_throttling_on_the_real_orin_nano_busy_line():
     assert flag is True and reasons[0].startswith("temperature 58.6 C on gpu")
     assert telemetry.throttling(window, temp_limit_c=85.0) == (False, [])
     assert telemetry.throttling(None, 85.0) == (None, [])
+
+
+def test_an_idle_sample_in_the_window_is_not_a_clock_drop():
+    """The real Orin Nano Super idle line (GR3D 0% at 305 MHz) and busy line (99% at 612 MHz) in one window: only
+    the busy one says what clock the benchmark ran at, so the busy minimum is 612 MHz and nothing throttled."""
+    idle, busy = [parse_line(line) for line in capture("tegrastats/orin_nano_super_jp62.log").splitlines()]
+    assert (idle.gpu_util_pct, idle.gpu_freq_mhz, busy.gpu_util_pct, busy.gpu_freq_mhz) == (0, 305, 99, 612)
+    # received at 10.0 and 10.5 (interval 0.5 s): their middles 9.75 and 10.25 both lie in [9.5, 10.5]
+    tele = telemetry.Telemetry(board=_FakeSampler([(10.0, idle), (10.5, busy)]))
+    _, window = tele.window(9.5, 10.5)
+    assert window["samples"] == 2 and window["gpu_freq_min_mhz"] == 305 and window["gpu_freq_max_mhz"] == 612
+    assert window["gpu_freq_busy_min_mhz"] == 612
+    assert telemetry.throttling(window, temp_limit_c=85.0) == (False, [])
+    assert telemetry.throttling(window, temp_limit_c=85.0, reference_gpu_mhz=612) == (False, [])
+
+
+def _power_sampler(total_mw, times):
+    return _FakeSampler([(t, parse_line("VDD_IN {0}mW/{0}mW".format(total_mw))) for t in times])
+
+
+def test_energy_per_item_of_a_batched_row_divides_by_items_not_batches():
+    """Throughput is in items per second (batch x iterations / time), so W / (items/s) is J per item whatever the
+    batch: 8 W at 40 items/s (10 batches of 4 per second) is 0.2 J per item and 5 items/s per W."""
+    tele = telemetry.Telemetry(power=_power_sampler(8000, [100.5, 101.0, 101.5, 102.0]))
+    row = {"batch": 4, "throughput_items_per_s": 40.0, "window": {"start_unix": 100.0, "end_unix": 102.0},
+           "reference_gpu_mhz": None}
+    _attach_power(row, tele, {"temp_limit_c": 85.0})
+    assert row["power"]["total_w"] == pytest.approx(8.0) and row["power"]["total_rail"] == "VDD_IN"
+    assert row["energy_per_item_j"] == pytest.approx(8.0 / 40.0)
+    assert row["items_per_s_per_w"] == pytest.approx(40.0 / 8.0)
+    # energy per item x items per second is the power again
+    assert row["energy_per_item_j"] * row["throughput_items_per_s"] == pytest.approx(row["power"]["total_w"])
+
+
+def test_results_csv_energy_and_efficiency_columns_hold_their_own_values(tmp_path):
+    """6 W at 10 items/s: 0.6 J per item and 1.6667 items/s per W, each under its own column of results.csv."""
+    row = _row("a", 0, 1, {"VDD_IN": 6.0})
+    row.update({"energy_per_item_j": 6.0 / 10.0, "items_per_s_per_w": 10.0 / 6.0})
+    store = results.ResultStore(str(tmp_path))
+    store.add(row)
+    with open(store.csv_path) as handle:
+        record = list(csv.DictReader(handle))[0]
+    assert float(record["power_total_w"]) == 6.0 and float(record["throughput_items_per_s"]) == 10.0
+    assert float(record["energy_per_item_j"]) == pytest.approx(0.6)
+    assert float(record["items_per_s_per_w"]) == pytest.approx(10.0 / 6.0, rel=1e-6)
 
 
 def _row(model, mode, repeat, rails):
