@@ -32,6 +32,16 @@ def test_resolve_attributes_fills_defaults_and_rejects_bad_values():
         schema.resolve_attributes({"num_heads": 2.5, "height": 14, "width": 14, "window_size": 7})
 
 
+@pytest.mark.parametrize("name", ["num_heads", "scale", "has_lepe"])
+def test_booleans_are_not_numbers_for_the_contract(name):
+    """bool is an int subclass in Python, not an INT or FLOAT attribute: True must not pass as 1 / 1.0."""
+    schema = schemas.get_schema("EdgeAttnBlockifyAttention")
+    given = {"num_heads": 2, "height": 14, "width": 14, "window_size": 7}
+    given[name] = True
+    with pytest.raises(EdgeAttnError, match="must be"):
+        schema.resolve_attributes(given)
+
+
 def test_schema_with_bad_attribute_type_is_rejected(tmp_path):
     data = yaml.safe_load(open(schemas.get_schema("EdgeAttnEfficientAttention").path))
     data["attributes"][0]["type"] = "tensor"  # TensorRT's parser cannot pass arbitrary tensors as fields

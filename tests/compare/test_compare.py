@@ -248,6 +248,33 @@ def test_checkpoint_against_its_export(invoke, tmp_path):
     assert "without an architecture name" in line
 
 
+class _Planted(object):
+    """Unpickling this runs os.makedirs(marker): code from the file, as any pickled object can."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.makedirs, (self.marker,)
+
+
+def test_checkpoint_side_never_unpickles_without_trust_pickle(invoke, classifier, tmp_path):
+    """A checkpoint side is loaded like `edgeattn export` loads it: a file that can only be read by unpickling
+    Python objects is refused without --trust-pickle, and nothing from it runs; with the flag it is unpickled
+    (the planted code runs, which proves the check above meaningful) and, holding no model, still refused."""
+    torch = pytest.importorskip("torch")
+    marker = tmp_path / "unpickled"
+    checkpoint = tmp_path / "planted.pt"
+    torch.save({"state_dict": {"w": torch.zeros(1)}, "payload": _Planted(str(marker))}, str(checkpoint))
+    model = classifier("model.onnx")
+    line = _one_error_line(invoke(["compare", model, checkpoint], expect=2))
+    assert "--trust-pickle" in line
+    assert not marker.exists(), "compare unpickled the checkpoint without --trust-pickle"
+    with pytest.warns(UserWarning, match="trust_pickle=True"):
+        invoke(["compare", model, checkpoint, "--trust-pickle"], expect=2)
+    assert marker.is_dir()
+
+
 # ------------------------------------------------------------------------------------------ build --check
 
 

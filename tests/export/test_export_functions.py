@@ -97,6 +97,25 @@ def test_function_matches_schema_reference(group, opset):
         assert relative_error(got, reference) <= limit, (op_type, attributes)
 
 
+@pytest.mark.parametrize("opset", (13, 18))
+@pytest.mark.parametrize("iterations,dropped", [(24, (8, 16)), (40, (8,))], ids=["24", "40"])
+def test_newton_iteration_counts_with_bits_3_to_5(iterations, dropped, opset):
+    """newton_iters = 24 (bits 3 + 4) and 40 (bits 3 + 5): the unrolled If per bit of the count must run 2**b steps
+    for every set bit, bit 5 (32 steps) included, which the cases above (0, 7, 20, 133 = 2 x 64 + 5) never set.
+    Close landmarks (scale 0.35), so that after 8 or 16 steps the iterate is still far from the one after
+    ``iterations``: ``dropped`` are the counts a step budget missing one bit would run."""
+    rng = np.random.default_rng(7)
+    inputs = {"q": rng.standard_normal((2, 24, 8)) * 0.35, "landmarks": rng.standard_normal((2, 8, 8)) * 0.35,
+              "v": rng.standard_normal((2, 24, 8))}
+    reference = REFERENCES["EdgeAttnSoftKernelAttention"](**inputs, num_heads=2, newton_iters=iterations)
+    for fewer in dropped:
+        other = REFERENCES["EdgeAttnSoftKernelAttention"](**inputs, num_heads=2, newton_iters=fewer)
+        assert relative_error(other, reference) > 100 * CONVERGED_NEWTON_RTOL  # the count is visible here
+    model, feeds = custom_op_model([("EdgeAttnSoftKernelAttention", inputs,
+                                     dict(num_heads=2, newton_iters=iterations))], opset)
+    assert relative_error(run_ort(model, feeds)[0], reference) <= CONVERGED_NEWTON_RTOL
+
+
 def test_masked_and_zeros_padding_differ():
     """The two padding modes are distinguishable, so the test above checks the mode selection itself."""
     rng = _rng()

@@ -421,6 +421,36 @@ def test_non_square_export(arch, height, width, kinds):
     check_non_square(arch, height, width, kinds)
 
 
+@pytest.mark.parametrize("symmetric_norm", [False, True], ids=["soft", "softpp"])
+def test_soft_attention_exports_its_symmetric_norm(symmetric_norm):
+    """Every registered SOFT model is SOFT++ (symmetric_norm = 1), so a symbolic that wrote a constant 1 would pass
+    every model export: a SOFT module (Eq. 9, no D^-1/2 normalisation) must become a node with symmetric_norm = 0
+    whose model-local function gives PyTorch's numbers, batch 2 on a 6 x 8 map."""
+    import torch
+
+    from edgeattn.ops import SOFTAttention
+    from edgeattn.ops.config import use_plugin_ops
+
+    class TokenMap(torch.nn.Module):  # the exporter traces one-input models
+        def __init__(self):
+            super().__init__()
+            self.attention = SOFTAttention(32, 2, sampling_ratio=2, newton_iters=6, symmetric_norm=symmetric_norm)
+
+        def forward(self, x):
+            return self.attention(x, (6, 8))
+
+    torch.manual_seed(0)
+    model = TokenMap().eval()
+    x = torch.randn(2, 48, 32, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad(), use_plugin_ops(False):
+        expected = model(x)
+    exported = export_images(model, x, plugins=True)
+    check_plugin_nodes(gs_custom_nodes(exported), exported, recorded_calls(model, x))
+    nodes = contract.custom_nodes(exported.graph)
+    assert [contract.decoded_attributes(node)["symmetric_norm"] for node in nodes] == [int(symmetric_norm)]
+    check_model(exported.SerializeToString(), x, expected, rel_limit=1e-5)
+
+
 def test_non_square_exports_cover_every_custom_op():
     from edgeattn.ops.litemla import KERNELS
 

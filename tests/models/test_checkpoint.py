@@ -195,6 +195,16 @@ def test_arch_argument_must_agree_with_our_format(saved):
     assert "holds a vit_tiny_elfatt model, not vit_tiny_softmax" in _error(saved, arch="vit_tiny_softmax")
 
 
+def test_arch_argument_must_agree_with_the_arch_a_state_dict_file_names(model, tmp_path):
+    """A wrapper that names a registered architecture ("arch": ..., as training scripts write it) and an --arch
+    that names another are refused before anything is built: the weights of cswin_t24181_global fit
+    cswin_t24181_effatt exactly (and swin_t_global swin_t_effatt), so letting --arch win would load a model with
+    another attention without a word."""
+    path = tmp_path / "named.pt"
+    torch.save({"arch": ARCH, "state_dict": model.state_dict()}, path)
+    assert "says its architecture is {}, not vit_tiny_softmax".format(ARCH) in _error(path, arch="vit_tiny_softmax")
+
+
 def test_safetensors_roundtrip(model, tmp_path):
     path = tmp_path / "model.safetensors"
     save_checkpoint(model, path)

@@ -135,6 +135,25 @@ def test_agent_position_biases_follow_the_official_shapes_and_resize():
         2, -2).reshape(heads, agents, 196))  # bilinear, not nearest
 
 
+def test_agent_position_biases_on_a_non_square_map():
+    """H x W = 7 x 14: the 7 x 7 maps are resized to (H, W), not (W, H). Along the rows 7 -> 7 is the identity and
+    maps constant along each row stay constant when widened, so token y * W + x gets exactly map[y, 0] plus its row
+    and column terms; a transposed resize puts other rows' values there (the square maps above cannot tell)."""
+    heads, agents, height, width = 2, 4, 7, 14
+    an, na = (rand(heads, agents, 7, 1, seed=s).expand(-1, -1, -1, 7).contiguous() for s in (30, 31))
+    ah, aw = rand(1, heads, agents, height, 1, seed=32), rand(1, heads, agents, 1, width, seed=33)
+    ha, wa = rand(1, heads, height, 1, agents, seed=34), rand(1, heads, 1, width, agents, seed=35)
+    aggregation, broadcast = agent_position_biases(an, na, ah, aw, ha, wa, height, width)
+    assert aggregation.shape == (heads, agents, height * width) and broadcast.shape == (heads, height * width, agents)
+    rows = torch.arange(height).repeat_interleave(width)  # token y * W + x -> y
+    cols = torch.arange(width).repeat(height)             # token y * W + x -> x
+    torch.testing.assert_close(aggregation, an[:, :, rows, 0] + ah[0, :, :, rows, 0] + aw[0, :, :, 0, cols],
+                               rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(broadcast, (na[:, :, rows, 0] + ha[0, :, rows, 0, :].transpose(1, 2)
+                                           + wa[0, :, 0, cols, :].transpose(1, 2)).transpose(1, 2),
+                               rtol=1e-12, atol=1e-14)
+
+
 def test_agent_module_is_core_plus_dwc_and_refuses_other_maps():
     torch.manual_seed(0)
     module = AgentAttention(32, 2, 9, (6, 6)).double()
@@ -226,6 +245,17 @@ def test_focused_linear_attention_rows_are_convex_combinations():
     constant = torch.full((1, 36, 16), -1.25, dtype=torch.float64)
     out = focused_linear_attention(q, k, constant, num_heads=2, eps=0.0)
     torch.testing.assert_close(out, constant, rtol=1e-12, atol=1e-13)
+
+
+def test_focused_linear_attention_fp16_inputs_are_computed_in_fp32():
+    """Inputs x 10 as in the FP16 suite: x^3 reaches 1e4 and |x^3| over 32 channels passes FP16's 65504, so an FP16
+    evaluation overflows; the op upcasts (module docstring) and rounds once, within 2 FP16 half-ulps of FP64."""
+    q, k, v = (rand(1, 256, 32, seed=s, scale=10.0, dtype=torch.float16) for s in (38, 39, 40))
+    scale = (rand(1, 1, 32, seed=41).abs() + 0.5).half()
+    out = focused_linear_attention(q, k, v, num_heads=2, focusing_factor=3, scale=scale)
+    assert out.dtype == torch.float16
+    exact = flatten_reference(q.double(), k.double(), v.double(), 2, 3, scale.double(), 0.0)
+    assert (out.double() - exact).abs().max() <= 2 * 2 ** -11 * exact.abs().max()
 
 
 def test_flatten_module_dwc_is_shared_by_the_heads_and_lepe_is_optional():

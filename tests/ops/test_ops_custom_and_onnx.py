@@ -66,6 +66,35 @@ def test_custom_op_schemas_match_the_interface():
         "int symmetric_norm) -> Tensor")
 
 
+def test_schema_defaults_are_the_reference_defaults():
+    """A node that leaves an attribute at its schema default (TensorRT's creator fills it in) computes what the
+    PyTorch op computes with its own default: LiteMLA eps = EfficientViT's 1e-15 (not the 1e-6 of other ops), 20
+    Newton-Raphson steps, SOFT++, blockify scale 0 = head_dim ** -0.5 (the op's None) and no padding."""
+    import inspect
+
+    from edgeattn.ops import litemla
+    from edgeattn.schemas import get_schema
+
+    def schema_defaults(op_type):
+        return get_schema(op_type).defaults()
+
+    def reference_defaults(function):
+        return {name: p.default for name, p in inspect.signature(function).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
+    lite = reference_defaults(lite_mla_attention)
+    assert lite["eps"] is None and litemla.DEFAULT_EPS == 1e-15
+    assert schema_defaults("EdgeAttnLiteMLA") == {
+        "kernel": lite["kernel"], "eps": litemla.DEFAULT_EPS, "qt_alpha": list(lite["qt_alpha"]),
+        "qt_beta": list(lite["qt_beta"]), "qt_gamma": list(lite["qt_gamma"])}
+    soft = reference_defaults(soft_kernel_attention)
+    assert schema_defaults("EdgeAttnSoftKernelAttention") == {
+        "newton_iters": soft["newton_iters"], "symmetric_norm": int(soft["symmetric_norm"])}
+    block = reference_defaults(blockify_attention)
+    assert block["scale"] is None and block["lepe_weight"] is None
+    assert schema_defaults("EdgeAttnBlockifyAttention") == {"scale": 0.0, "has_lepe": 0, "padding": block["padding"]}
+
+
 def test_use_plugin_ops_is_a_restoring_context_manager():
     assert not plugin_ops_enabled()
     with use_plugin_ops():

@@ -198,6 +198,18 @@ def test_multi_spot_pooled_groups_of_identical_tokens_are_exact():
     torch.testing.assert_close(out, softmax_attention(q, k, v, num_heads=1), rtol=1e-10, atol=1e-12)
 
 
+def test_multi_spot_default_level_bias_is_log_p_squared():
+    """log_ratios omitted: p_hat_m = p_m^2, the number of tokens a pooled token stands for (digest section 3.1).
+    A bias shared by every key cancels in the softmax, so the case mixes individual top-k tokens (bias 0) with two
+    pooled levels; the explicit loop reference gets log 4 and log 16 spelled out."""
+    q, k, v = (rand(1, 8 * 8, 32, seed=s) for s in (14, 15, 16))
+    levels = [(2, 5), (4, None)]
+    out = multi_spot_attention(q, k, v, num_heads=2, height=8, width=8, region_size=4, topk=6,
+                               pool_sizes=[p for p, _ in levels], pool_topk=[c for _, c in levels])
+    expected = ref.multi_spot(q, k, v, 2, 8, 8, 4, 6, levels, [math.log(4.0), math.log(16.0)])
+    torch.testing.assert_close(out, expected, rtol=1e-10, atol=1e-12)
+
+
 def test_multi_spot_module_parameters_and_gradients():
     module = MultiSpotAttention(32, 2, region_size=4, topk=8, pool_levels=((2, 4), (4, None)), polynomial_v=True)
     assert module.log_ratios.detach().tolist() == pytest.approx([math.log(4), math.log(16)])

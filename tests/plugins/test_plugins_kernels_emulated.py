@@ -871,6 +871,18 @@ def test_efficient_attention_past_the_split_cap(kernels):
     assert "grid=(129,1,1)" in log[0], log
 
 
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_efficient_attention_large_logits(kernels, dtype, capability):
+    """q and k ~ N(0, 1) x 200 (|x| up to ~800: exp overflows FP32 past 88.7): both softmaxes (q over its features,
+    k over the tokens, across tiles and splits) must subtract their max as PyTorch's softmax does, or the kernel
+    returns inf / inf = NaN. Scalar and tensor-core paths."""
+    kernels.set_compute_capability(*capability)
+    q, k, v = (random_tensor((2, 300, 64), dtype, scale, seed=70 + i) for i, scale in enumerate((200.0, 200.0, 1.0)))
+    assert q.abs().max() > 500 and k.abs().max() > 500
+    run_efficient(kernels, q, k, v, 2)
+
+
 # ---- LiteMLA -------------------------------------------------------------------------------------------------------
 def run_lite_mla(kernels, qkv, head_dim, kernel, eps, alpha, beta, gamma, misaligned=False):
     batch, channels_in, height, width = qkv.shape
@@ -933,6 +945,22 @@ def test_lite_mla_matches_reference(kernels, dtype, case):
     log = run_lite_mla(kernels, qkv, head_dim, kernel, 1e-6, alpha, beta, gamma, misaligned=True)
     feature_map = "kRelu" if kernel == "relu" else "kQuadraticTaylor"
     assert all(feature_map in record for record in log), log
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("case", [LITE_MLA_CASES[0], LITE_MLA_CASES[3]],
+                         ids=[LITE_MLA_CASES[0][0], LITE_MLA_CASES[3][0]])
+def test_lite_mla_uses_the_eps_attribute(kernels, case, capability):
+    """out = num / (den + eps) with the node's eps, not a built-in 1e-15: eps = 50 is comparable to the
+    denominators here (timm's LiteMLA uses 1e-5, which matters as much for small ReLU features)."""
+    kernels.set_compute_capability(*capability)
+    label, kernel, head_dim = case[:3]
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(case, torch.float32)
+    eps = 50.0
+    with_eps, without_eps = (lite_mla_attention(qkv.double(), head_dim=head_dim, kernel=kernel, eps=value,
+                                                qt_alpha=alpha, qt_beta=beta, qt_gamma=gamma) for value in (eps, 1e-15))
+    assert (with_eps - without_eps).abs().max() > 1e-2 * without_eps.abs().max()  # eps is visible at this size
+    run_lite_mla(kernels, qkv, head_dim, kernel, eps, alpha, beta, gamma)
 
 
 # ---- SOFT / SOFT++ -------------------------------------------------------------------------------------------------
