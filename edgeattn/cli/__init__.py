@@ -77,6 +77,11 @@ class LazyGroup(click.Group):
                 return super().invoke(ctx)
         except OSError as error:
             raise EdgeAttnError(describe_os_error(error))
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1, the status `compare` and `build --check` use for "outputs
+            # disagree"; an interrupted command ends like one interrupted outside click (see main), 128 + SIGINT.
+            click.echo("edgeattn: interrupted", err=True)
+            ctx.exit(130)
 
     def format_commands(self, ctx, formatter):
         # Summaries come from COMMANDS so `edgeattn --help` never imports torch or onnx.
