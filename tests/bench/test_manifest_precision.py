@@ -28,6 +28,8 @@ def _manifest(version="10.3.0", device=ORIN, version_compatible=False):
     ("10.7.0", True, "10.3.0", ORIN, False),            # ... never older
     ("10.3.0", True, "11.0.0", ORIN, False),            # ... never another major
     ("10.3.0", False, "10.3.0", {"name": "NVIDIA A100", "compute_capability": "8.0"}, False),
+    # version compatibility is not hardware compatibility: a version-compatible engine still needs its GPU arch
+    ("10.3.0", True, "10.7.0", {"name": "NVIDIA A100", "compute_capability": "8.0"}, False),
     ("10.3.0", False, "10.3.0", None, True),            # device unknown here: only the version is checked
 ])
 def test_compatibility_rules(built, vc, running, device, ok):

@@ -158,3 +158,45 @@ def test_parse_failure_lists_registered_creators(fake_trt, tmp_path, write_model
     message = info.value.format_message()
     assert "found no plugin" in message and "edgeattn::EdgeAttnBlockifyAttention v1" in message
     assert not engine.exists() and not (tmp_path / "m.engine.json").exists()
+
+
+@pytest.mark.parametrize("runtime_version", ["10.4.0", "10.3.0"])
+def test_tensorrt_bench_checks_the_manifest_before_loading_plugins_or_the_engine(monkeypatch, runtime_version):
+    """An engine from another TensorRT (plain engines need the exact version that built them) is refused with the
+    rebuild command before any plugin library is loaded or the plan deserialized; with the same version it goes
+    on to load them (here a stand-in runtime then returns no engine)."""
+    from edgeattn.bench import tensorrt_backend
+    from edgeattn.engine import tensorrt_api
+
+    events = []
+    trt = types.ModuleType("tensorrt")
+    trt.__version__ = runtime_version
+    trt.Logger = type("Logger", (), {"WARNING": 2, "__init__": lambda self, level=None: None})
+
+    class Runtime(object):
+        def __init__(self, logger):
+            events.append("runtime")
+
+        def deserialize_cuda_engine(self, data):
+            return None
+
+    trt.Runtime = Runtime
+    monkeypatch.setitem(sys.modules, "tensorrt", trt)
+    monkeypatch.setattr(tensorrt_api, "_LOGGER", None)
+    orin = {"name": "Orin", "compute_capability": "8.7"}
+    cuda = types.SimpleNamespace(device=lambda: dict(orin), release=lambda: events.append("released"))
+    monkeypatch.setattr(tensorrt_backend, "open_cuda", lambda: cuda)
+    monkeypatch.setattr(tensorrt_backend, "load_plugins", lambda trt, path: events.append(("plugins", path)))
+    manifest = {"schema": "edgeattn.engine/1", "tensorrt": {"version": "10.3.0", "version_compatible": False},
+                "device": orin, "rebuild_command": "edgeattn build m.onnx -o m.engine"}
+    with pytest.raises(EdgeAttnError) as info:
+        tensorrt_backend.run("m.engine", b"plan", manifest, 1, "/lib/libedgeattn_plugins.so", 0, None, 1, False,
+                             None)
+    if runtime_version == "10.4.0":
+        assert info.value.format_message() == (
+            "engine built with TensorRT 10.3.0 on Orin (sm_87); this machine has TensorRT 10.4.0 on Orin (sm_87): "
+            "rebuild with `edgeattn build m.onnx -o m.engine`")
+        assert ("plugins", "/lib/libedgeattn_plugins.so") not in events and "runtime" not in events
+    else:
+        assert "could not deserialize" in info.value.format_message()
+        assert events[:2] == [("plugins", "/lib/libedgeattn_plugins.so"), "runtime"]

@@ -256,3 +256,32 @@ def test_trtexec_not_found(isolated_path, write_model):
         run_benchmark(write_model(matmul_model(features=8)), backend="trtexec")
     with pytest.raises(EdgeAttnError, match="trtexec not found or not executable"):
         run_benchmark(write_model(matmul_model(features=8)), backend="trtexec", trtexec="/nonexistent/trtexec")
+
+
+def test_every_trtexec_run_has_a_timeout(fake_trtexec, tmp_path, write_model, no_jetson, monkeypatch):
+    """A wedged GPU or a hung trtexec must end a build or a benchmark with an error, never hang it: every trtexec
+    run gets a finite timeout (a build's default is the 7200 s that `edgeattn build --timeout` documents)."""
+    import math
+
+    import edgeattn.trtexec as trtexec_module
+
+    real = trtexec_module.run_command
+    runs = []
+
+    def recording(args, timeout=None, **kwargs):
+        runs.append((args, timeout))
+        return real(args, timeout=timeout, **kwargs)
+
+    monkeypatch.setattr(trtexec_module, "run_command", recording)
+    trtexec = fake_trtexec("10.3.0")
+    model = write_model(matmul_model(features=8))
+    engine = str(tmp_path / "m.engine")
+
+    def timeouts(option):
+        return [timeout for args, timeout in runs if any(a.startswith(option) for a in args)]
+
+    build_engine(model, engine, backend="trtexec", trtexec=trtexec)
+    assert timeouts("--saveEngine=") == [7200]
+    run_benchmark(engine, backend="trtexec", trtexec=trtexec, warmup_s=0, iterations=3)
+    assert len(timeouts("--exportTimes=")) == 1
+    assert all(timeout is not None and 0 < timeout < math.inf for _, timeout in runs), runs

@@ -146,6 +146,18 @@ def test_bad_profile_files(tmp_path):
         profiles.load_profile("no-such-board")
 
 
+def test_a_profile_never_constructs_python_objects(tmp_path):
+    """Profiles are data (a downloaded or shared profile is untrusted): YAML tags that would call Python are
+    refused, nothing they name runs."""
+    marker = tmp_path / "created-by-the-profile"
+    evil = tmp_path / "evil.yaml"
+    evil.write_text("schema: edgeattn.profile/1\nname: !!python/object/apply:os.mkdir [{}]\n".format(
+        json.dumps(str(marker))))
+    with pytest.raises(EdgeAttnError, match="is not valid YAML"):
+        profiles.load_profile(str(evil))
+    assert not marker.exists()
+
+
 def test_cross_check_reports_disagreements():
     table = profiles.load_profile("nano-4gb").mode_tables["standard"]
     conf = nvpmodel.parse_conf("< POWER_MODEL ID=0 NAME=MAXN >\nCPU_ONLINE CORE_0 1\nCPU_ONLINE CORE_1 1\n"
@@ -172,6 +184,15 @@ def test_cli_shows_one_profile(invoke):
     assert data["mode_tables"]["super"]["default_mode"] == 1
     listed = json.loads(invoke(["profiles", "--json"], expect=0).stdout)
     assert {p["name"] for p in listed} == set(JETSON_PROFILES + ["host-cpu"])
+
+
+def test_cli_invalid_yaml_is_one_line(invoke, tmp_path):
+    """PyYAML's own message spans several lines (the mark, the offending line, a caret): still one line."""
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    result = invoke(["profiles", str(path)], expect=2)
+    assert result.stderr.startswith("edgeattn: error: profile {} is not valid YAML: ".format(path))
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
 
 
 def test_cli_unknown_profile_is_one_line(invoke):

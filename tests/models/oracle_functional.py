@@ -57,6 +57,33 @@ def to_tokens(image):
     return image.flatten(2).transpose(1, 2)
 
 
+def _bilinear_weights(size_in, size_out, dtype):
+    """(size_out, size_in) interpolation matrix of bilinear resizing with half-pixel centres: output pixel i samples
+    input coordinate (i + 0.5) * size_in / size_out - 0.5 (clamped at 0) from its two neighbours, linearly."""
+    weights = torch.zeros(size_out, size_in, dtype=dtype)
+    for i in range(size_out):
+        source = max((i + 0.5) * size_in / size_out - 0.5, 0.0)
+        low = int(math.floor(source))
+        high = min(low + 1, size_in - 1)
+        fraction = source - low
+        weights[i, low] += 1.0 - fraction
+        weights[i, high] += fraction
+    return weights
+
+
+def grid_embedding(pos, hw):
+    """A (1, S*S, C) position embedding of a square S x S token grid, for an H x W map: unchanged when the map is
+    the grid, else resized bilinearly (the upstream SOFT code's ``F.interpolate(..., mode="bilinear")``, whose
+    default is half-pixel centres), rows and columns separately."""
+    side = math.isqrt(pos.shape[1])
+    assert side * side == pos.shape[1], pos.shape
+    if (side, side) == tuple(hw):
+        return pos
+    rows, cols = (_bilinear_weights(side, n, pos.dtype) for n in hw)
+    grid = torch.einsum("yi,xj,ijc->yxc", rows, cols, pos.reshape(side, side, -1))
+    return grid.reshape(1, hw[0] * hw[1], -1)
+
+
 def depthwise(tokens, height, width, weight, bias=None):
     """A k x k depthwise conv of a token map (zero padding at its border): LePE, L(V) in ELFATT Eq. 16."""
     out = F.conv2d(to_map(tokens, height, width), weight, bias, padding=weight.shape[-1] // 2,
@@ -259,10 +286,11 @@ def cswin_forward(sd, images, size_name, attention, img_size=None):
 
 # ---- tiny ViTs ------------------------------------------------------------------------------------------------
 def vit_forward(sd, images, depth, heads, patch, attention, window=None):
-    """Patch conv (k = stride = patch) + position embedding, pre-LN blocks, LN, mean over tokens, head."""
+    """Patch conv (k = stride = patch) + position embedding (resized to the patch grid, :func:`grid_embedding`),
+    pre-LN blocks, LN, mean over tokens, head."""
     x = conv(images, sd, "patch_embed", stride=patch, padding=0)
     hw = tuple(x.shape[-2:])
-    x = to_tokens(x) + sd["pos_embed"]
+    x = to_tokens(x) + grid_embedding(sd["pos_embed"], hw)
     for index in range(depth):
         prefix = "blocks.{}".format(index)
         if attention == "softmax":
@@ -338,8 +366,9 @@ def _conv_bn_relu(x, sd, prefix, stride):
 
 def soft_forward(sd, images, arch, stage4):
     """SOFT++ classifier: C33 stem (s2, s1, s2) and C31 downsamplers (conv + BN + ReLU), a position embedding per
-    stage, post-LN SOFT blocks; stage 4 is the released pre-LN softmax block with a class token ("softmax") or
-    Table 1's sp 1x1 SOFT blocks read out by the token mean ("soft"); final LN (eps 1e-6), head."""
+    stage (resized to the stage map, :func:`grid_embedding`), post-LN SOFT blocks; stage 4 is the released pre-LN
+    softmax block with a class token ("softmax") or Table 1's sp 1x1 SOFT blocks read out by the token mean
+    ("soft"); final LN (eps 1e-6), head."""
     spec = SOFT_SPECS[arch]
     x, hw = images, None
     for stage in range(4):
@@ -352,13 +381,16 @@ def soft_forward(sd, images, arch, stage4):
         x = to_tokens(x)
         heads = spec["heads"][stage]
         if stage == 3 and stage4 == "softmax":
-            x = torch.cat([sd["cls_token"].expand(x.shape[0], -1, -1), x], dim=1) + sd["pos_embeds.3"]
+            # the class token's embedding stays apart from the grid's
+            pos = sd["pos_embeds.3"]
+            x = torch.cat([sd["cls_token"].expand(x.shape[0], -1, -1), x], dim=1) + torch.cat(
+                [pos[:, :1], grid_embedding(pos[:, 1:], hw)], dim=1)
             for index in range(spec["depths"][3]):
                 def attention_fn(t, attn="stages.3.{}.attn".format(index)):
                     return global_attention(t, sd, attn, None, heads, lepe=False)
                 x = pre_norm_block(x, sd, "stages.3.{}".format(index), attention_fn, eps=1e-6)
             return linear(layer_norm(x, sd, "norm", 1e-6)[:, 0], sd, "head")
-        x = x + sd["pos_embeds.{}".format(stage)]
+        x = x + grid_embedding(sd["pos_embeds.{}".format(stage)], hw)
         for index in range(spec["depths"][stage]):
             def attention_fn(t, attn="stages.{}.{}.attn".format(stage, index), ratio=SOFT_RATIOS[stage]):
                 return soft_attention(t, sd, attn, hw, heads, ratio)

@@ -227,6 +227,30 @@ def test_safetensors_without_extension_is_recognised(model, tmp_path):
     assert load_checkpoint(renamed).edgeattn_arch == ARCH
 
 
+def test_safetensors_arch_argument_must_agree_with_the_file(model, tmp_path):
+    """As with our torch.save format: the architecture in a .safetensors file's metadata and an arch argument
+    that names another are refused, not settled silently in favour of the file."""
+    path = tmp_path / "model.safetensors"
+    save_checkpoint(model, path)
+    assert "holds a vit_tiny_elfatt model, not vit_tiny_softmax" in _error(path, arch="vit_tiny_softmax")
+
+
+@pytest.mark.parametrize("version, message", [("2", "format version 2"), ("two", "is malformed")])
+def test_safetensors_metadata_of_a_newer_or_broken_format_is_refused(model, tmp_path, version, message):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    ours = tmp_path / "model.safetensors"
+    save_checkpoint(model, ours)
+    with safe_open(str(ours), framework="pt") as handle:
+        metadata = dict(handle.metadata())
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+    metadata["format_version"] = version
+    path = tmp_path / "other.safetensors"
+    save_file(tensors, str(path), metadata=metadata)
+    assert message in _error(path)
+
+
 def test_damaged_safetensors(model, tmp_path):
     path = tmp_path / "model.safetensors"
     save_checkpoint(model, path)

@@ -108,6 +108,8 @@ def _wrapped(state, how):
         return {"module." + key: value for key, value in state.items()}
     if how == "compiled-ddp":
         return {"module._orig_mod." + key: value for key, value in state.items()}
+    if how == "ddp-of-compiled":  # torch.compile(DistributedDataParallel(model)): the other nesting
+        return {"_orig_mod.module." + key: value for key, value in state.items()}
     if how == "timm-train":  # timm's CheckpointSaver: arch is the class name, args an argparse.Namespace
         return {"epoch": 12, "arch": "efficientvit", "state_dict": state, "optimizer": {"state": {}},
                 "args": argparse.Namespace(lr=1e-3, model="efficientvit_b0"), "version": 2, "metric": 71.5}
@@ -115,7 +117,7 @@ def _wrapped(state, how):
 
 
 WRAPPINGS = ["bare", "model", "state_dict", "model_ema", "state_dict_ema", "module", "module-prefix",
-             "compiled-ddp", "timm-train"]
+             "compiled-ddp", "ddp-of-compiled", "timm-train"]
 
 
 @pytest.mark.parametrize("how", WRAPPINGS)
@@ -124,10 +126,10 @@ def test_timm_checkpoint_gives_timm_logits(how, timm_b0, timm_logits, images, tm
     model = load_checkpoint(path, arch="efficientvit_b0")
     source = model.edgeattn_source
     assert source["layout"] == "timm efficientvit_mit" and source["arch_from"] == "argument"
-    assert source["entry"] == (None if how in ("bare", "module-prefix", "compiled-ddp") else
+    assert source["entry"] == (None if how in ("bare", "module-prefix", "compiled-ddp", "ddp-of-compiled") else
                                "state_dict" if how == "timm-train" else how)
-    assert source["stripped"] == {"module-prefix": ["module."], "compiled-ddp": ["module.", "_orig_mod."]}.get(
-        how, [])
+    assert source["stripped"] == {"module-prefix": ["module."], "compiled-ddp": ["module.", "_orig_mod."],
+                                  "ddp-of-compiled": ["_orig_mod.", "module."]}.get(how, [])
     # timm's LiteMLA eps (1e-5), not the EfficientViT code's 1e-15: the logits are timm's
     assert model.edgeattn_config["eps"] == 1e-5
     with torch.no_grad():
@@ -449,6 +451,21 @@ def test_checkpoint_key_selects_an_entry(timm_b0, tmp_path):
     assert torch.equal(chosen.head_fc.weight, ema["head.classifier.0.weight"])
     with pytest.raises(EdgeAttnError, match="has no entry 'ema'"):
         load_checkpoint(path, arch="efficientvit_b0", key="ema")
+
+
+def test_wrapper_entries_are_taken_in_the_documented_order(timm_b0, tmp_path):
+    """README / checkpoint.py: "the first of the wrappers model, state_dict, model_ema, state_dict_ema, module"
+    (DeiT-style files hold model + model_ema, timm's hold state_dict + state_dict_ema: the EMA copy is the other
+    entry). Whatever order a file stores them in, and with the preferred ones taken away one by one."""
+    documented = ["model", "state_dict", "model_ema", "state_dict_ema", "module"]
+    state = timm_b0.state_dict()
+    marked = {name: dict(state, **{"head.classifier.4.bias": torch.full_like(state["head.classifier.4.bias"], i)})
+              for i, name in enumerate(documented)}
+    for first in range(len(documented)):
+        payload = {name: marked[name] for name in reversed(documented[first:])}
+        model = load_checkpoint(save(payload, tmp_path / "wrapped{}.pth".format(first)), arch="efficientvit_b0")
+        assert model.edgeattn_source["entry"] == documented[first]
+        assert torch.equal(model.classifier.bias, marked[documented[first]]["head.classifier.4.bias"])
 
 
 # ------------------------------------------------------------------------------------ released configurations

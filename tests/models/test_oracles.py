@@ -78,7 +78,9 @@ def test_cswin_matches_functional_forward(arch, img_size, size_name, attention):
     check_cswin(arch, img_size, size_name, attention)
 
 
-VIT_CASES = [("vit_tiny_softmax", (224, 224)), ("vit_tiny_elfatt", (224, 224))]
+VIT_CASES = [("vit_tiny_softmax", (224, 224)), ("vit_tiny_elfatt", (224, 224)),
+             # built for 224 (a 14x14 position embedding), run on a 10x18 grid: rows shrink, columns grow
+             ("vit_tiny_softmax", (160, 288))]
 
 
 def check_vit(arch, hw=(224, 224)):
@@ -113,6 +115,15 @@ def check_soft(arch, img_size, stage4):
 @pytest.mark.parametrize("arch,img_size,stage4", SOFT_CASES)
 def test_softpp_matches_functional_forward(arch, img_size, stage4):
     check_soft(arch, img_size, stage4)
+
+
+def test_softpp_position_embeddings_are_resized_for_another_input():
+    """Built for 160 (stage grids 40-20-10-5), run at 128 (32-16-8-4): every stage's embedding is resized
+    bilinearly to the stage map, stage 4's class-token entry kept apart (the released code's behaviour)."""
+    model, sd = build("softpp_tiny", 160)
+    x = images(128, 128, batch=1)
+    with torch.no_grad():
+        assert_close("softpp_tiny", model(x), ref.soft_forward(sd, x, "softpp_tiny", "softmax"), FLOAT64_TOL)
 
 
 FLURKA_CASES = [("flurka_t2t7_linformer_performer", "performer"), ("flurka_t2t7_linformer_rnn", "elu")]

@@ -26,11 +26,11 @@ TIMM_PAIRS = [
 ]
 
 
-def distinguishing_timm_model(name, seed):
+def distinguishing_timm_model(name, seed, **kwargs):
     """timm's model with norms/biases randomised and the small-init tables (relative position bias, class token,
     position embedding) redrawn at a scale where a wrong index or order moves the logits."""
     torch.manual_seed(seed)
-    model = randomise_parameters(timm.create_model(name, pretrained=False), seed=seed)
+    model = randomise_parameters(timm.create_model(name, pretrained=False, **kwargs), seed=seed)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for key, param in model.named_parameters():
@@ -51,6 +51,61 @@ def test_timm_state_dict_loads_unchanged_and_gives_timm_logits(arch, timm_name, 
         expected, got = reference(images), ours(images)
     assert expected.abs().max() > 0.5  # logits that depend on the weights, not a near-zero output
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-4 * float(expected.abs().max()))
+
+
+def test_swin_pads_and_shifts_like_timm_where_the_windows_do_not_tile_the_map():
+    """Swin-T with 7x7 windows at 256: the stage maps 64-32-16-8 are padded at the bottom/right to 70-35-21-14 after
+    the cyclic shift (timm's order; the shift mask is computed on the padded map), and stage 4 (8 > 7) is shifted
+    too. Same logits as timm's Swin-T built for 256 (a map the 224/384 pairs above never pad)."""
+    reference = distinguishing_timm_model("swin_tiny_patch4_window7_224", seed=3, img_size=256)
+    ours = create_model("swin_t_local", img_size=256, window_size=7).eval()
+    assert [[block.attn.shift_size for block in stage.blocks] for stage in ours.layers] == \
+        [[block.shift_size[0] for block in stage.blocks] for stage in reference.layers]
+    ours.load_state_dict(reference.state_dict(), strict=True)
+    images = torch.randn(1, 3, 256, 256, generator=torch.Generator().manual_seed(4))
+    with torch.inference_mode():
+        expected, got = reference(images), ours(images)
+    assert expected.abs().max() > 0.5
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-4 * float(expected.abs().max()))
+
+
+@pytest.mark.parametrize("arch,timm_name,size", TIMM_PAIRS, ids=[p[1] for p in TIMM_PAIRS])
+def test_layer_norm_eps_and_gelu_form_match_timm_module_for_module(arch, timm_name, size):
+    """What the logits comparison above cannot see at its tolerance: LayerNorm's eps (timm's ViT uses 1e-6, its
+    Swin PyTorch's 1e-5; the other value moves the logits by ~1e-5 relative) and the GELU form (exact vs tanh).
+    Every LayerNorm and GELU of timm's model sits under the same name in ours (the state dicts share their keys)."""
+    with torch.device("meta"):
+        ours = create_model(arch, img_size=size)
+        reference = timm.create_model(timm_name, pretrained=False)
+    theirs = dict(reference.named_modules())
+    norms = {name: module for name, module in ours.named_modules() if isinstance(module, torch.nn.LayerNorm)}
+    assert set(norms) == {name for name, module in theirs.items() if isinstance(module, torch.nn.LayerNorm)}
+    for name, module in norms.items():
+        assert module.eps == theirs[name].eps, (name, module.eps, theirs[name].eps)
+    gelus = {name: module for name, module in ours.named_modules() if isinstance(module, torch.nn.GELU)}
+    assert gelus and set(gelus) == {name for name, module in theirs.items() if isinstance(module, torch.nn.GELU)}
+    for name, module in gelus.items():
+        assert module.approximate == theirs[name].approximate, name
+
+
+def test_fresh_weights_are_drawn_as_timm_draws_them():
+    """A freshly built (untrained) Swin-T is initialised like timm's: Linear weights trunc-normal std 0.02 (relative
+    position tables too), zero biases, unit LayerNorms, PyTorch's default conv init. Per tensor of timm's state
+    dict: constant tensors (and the integer buffers) equal, random ones with the same standard deviation to within
+    six times its sampling error."""
+    import math
+
+    torch.manual_seed(0)
+    ours = create_model("swin_t_local").state_dict()
+    theirs = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False).state_dict()
+    assert list(ours) == list(theirs)
+    for key, expected in theirs.items():
+        got = ours[key]
+        if not expected.is_floating_point() or expected.numel() == 1 or float(expected.std()) == 0.0:
+            assert torch.equal(got, expected), key
+            continue
+        ratio = float(got.std() / expected.std())
+        assert abs(ratio - 1) <= 6 / math.sqrt(2 * expected.numel()) + 0.01, (key, ratio)
 
 
 def test_swin_local_blocks_alternate_shifts_and_clamp_small_maps():

@@ -169,3 +169,12 @@ def test_cswin_stripe_orientation_swapped_is_caught(monkeypatch):
         oracles.check_cswin("cswin_t24181_local", 224)
     with pytest.raises(AssertionError):
         blocks.test_cswin_cross_shaped_window_module(3, (6, 9))
+
+
+def test_soft_symmetric_norm_written_as_a_constant_is_caught(monkeypatch):
+    """Every registered SOFT model is SOFT++, so a symbolic that always wrote symmetric_norm = 1 passed every model
+    export (found by planting it): the SOFT module export must catch it."""
+    # soft_kernel_attention(q, landmarks, v, num_heads, newton_iters, symmetric_norm)
+    patch_symbolic(monkeypatch, "soft_kernel_attention",
+                   lambda a, g: a[:5] + [g.op("Constant", value_t=torch.tensor(1))])
+    assert_check_fails(lambda: exports.test_soft_attention_exports_its_symmetric_norm(False))

@@ -326,6 +326,43 @@ def test_warp_shuffles_ballot_and_block_reduce_max(kernels, threads):
         assert (block_max == values.max()).all()
 
 
+def guide_shuffle_source(mode, arg, width, lane):
+    """The lane whose value a lane receives, as the CUDA C++ Programming Guide ("Warp Shuffle Functions") defines
+    the four shuffles for a full mask: the warp is cut into groups of ``width`` lanes; __shfl_sync reads lane
+    arg % width of the caller's group; __shfl_up_sync lane - arg and __shfl_down_sync lane + arg, or the caller's
+    own value where that leaves its group; __shfl_xor_sync lane ^ arg, or the caller's own value where that lies in
+    a later group (an earlier group may be read)."""
+    start = lane - lane % width
+    if mode == "idx":
+        return start + arg % width
+    if mode == "up":
+        return lane - arg if lane % width >= arg else lane
+    if mode == "down":
+        return lane + arg if lane % width + arg < width else lane
+    source = lane ^ arg
+    return lane if source >= start + width else source
+
+
+SHUFFLE_MODES = {"idx": 0, "up": 1, "down": 2, "xor": 3}
+
+
+@pytest.mark.parametrize("mode, arg, width", [
+    ("idx", 5, 32), ("idx", 45, 32), ("idx", 13, 8), ("up", 1, 32), ("up", 3, 8), ("up", 16, 16),
+    ("down", 1, 32), ("down", 16, 32), ("down", 3, 8), ("xor", 1, 32), ("xor", 16, 32), ("xor", 2, 4),
+    ("xor", 4, 4), ("xor", 24, 16)])
+def test_warp_shuffles_read_the_lane_the_cuda_guide_names(kernels, mode, arg, width):
+    """Lane by lane over two warps: each lane shuffles its own thread index, so the result names the lane it read,
+    including the out-of-range and sub-warp (width < 32) cases the warp reductions above never reach."""
+    threads = 64
+    expected = _f32([32 * (t // 32) + guide_shuffle_source(mode, arg, width, t % 32) for t in range(threads)])
+    for reverse in (False, True):
+        kernels.set_schedule(reverse)
+        out = np.full(threads, np.nan, dtype=np.float32)
+        assert kernels.emu.edgeattn_emu_selftest_shuffle_modes(_p(out), threads, SHUFFLE_MODES[mode], arg,
+                                                                width) == 0, kernels.fault()
+        assert np.array_equal(out, expected), (mode, arg, width, out.tolist())
+
+
 @pytest.mark.parametrize("name, call, status, message", [
     ("divergent __syncthreads", lambda e, o: e.edgeattn_emu_selftest_divergent_barrier(_p(o)), 719,
      "divergent __syncthreads"),
@@ -880,6 +917,21 @@ def test_efficient_attention_large_logits(kernels, dtype, capability):
     kernels.set_compute_capability(*capability)
     q, k, v = (random_tensor((2, 300, 64), dtype, scale, seed=70 + i) for i, scale in enumerate((200.0, 200.0, 1.0)))
     assert q.abs().max() > 500 and k.abs().max() > 500
+    run_efficient(kernels, q, k, v, 2)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_efficient_attention_keys_far_below_zero(kernels, dtype, capability):
+    """k = -250 + N(0, 3) for every token (two splits): softmax over the tokens is shift invariant, so the answer is
+    an ordinary one, but exp(k) is 0 in FP32 (below 1e-45) unless each feature's maximum over all tokens is
+    subtracted: per split, and again where the splits are merged (a running maximum started at 0 rather than -inf
+    leaves every weight 0, and the output 0 / 0). Scalar and tensor-core paths."""
+    kernels.set_compute_capability(*capability)
+    q = random_tensor((2, 300, 64), dtype, 1.0, seed=80)
+    k = (random_tensor((2, 300, 64), torch.float64, 3.0, seed=81) - 250.0).to(dtype)
+    v = random_tensor((2, 300, 64), dtype, 1.0, seed=82)
+    assert k.max() < -200
     run_efficient(kernels, q, k, v, 2)
 
 

@@ -1,7 +1,9 @@
 """Locks: one sweep per directory and one board-changing process per board, refused with the holder's PID; a lock
 left by a dead process is simply taken over; a sweep that fails its checks leaves no directory behind."""
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -124,10 +126,26 @@ def test_lock_is_held_exactly_while_the_block_runs(tmp_path):
     assert other() == "took it"
 
 
+@contextlib.contextmanager
+def fails_instead_of_hanging(seconds):
+    """A lock that follows a symlink locks the file behind it, which is never the inode at the lock path, so
+    exclusive_lock would retry forever: fail the test instead of hanging the suite."""
+    def hung(signum, frame):
+        raise AssertionError("still inside the block after {} s".format(seconds))
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_symlink_at_the_lock_path_is_not_followed(tmp_path):
     victim = tmp_path / "victim"
     os.symlink(str(victim), str(tmp_path / "x.lock"))
-    with pytest.raises(EdgeAttnError, match="cannot open the lock file") as caught:
+    with fails_instead_of_hanging(10), pytest.raises(EdgeAttnError, match="cannot open the lock file") as caught:
         with exclusive_lock(str(tmp_path / "x.lock"), "x"):
             pass
     assert "\n" not in caught.value.format_message() and not os.path.lexists(str(victim))

@@ -108,3 +108,22 @@ def test_check_output_path(tmp_path):
         _io.check_output_path(str(tmp_path / "file" / "x.json"))
     with pytest.raises(OutputError, match="Is a directory"):
         _io.check_output_path(str(tmp_path))
+
+
+def test_check_output_path_refuses_a_read_only_place_before_the_work(place, invoke, monkeypatch):
+    """check_output_path exists to fail *before* minutes of building or benchmarking, not after: a read-only
+    destination (also one whose missing directories would be created there) is refused at once, and
+    `edgeattn bench --json` into it never starts the benchmark."""
+    import edgeattn.bench
+
+    target = place("dest")
+    target.freeze()
+    reason = "Read-only file system" if target.real else "Permission denied"
+    for destination in (target.join("b.json"), target.join("new", "deeper", "b.json")):
+        with pytest.raises(OutputError) as caught:
+            _io.check_output_path(destination)
+        assert caught.value.format_message() == "cannot write {}: {}".format(destination, reason)
+    started = []
+    monkeypatch.setattr(edgeattn.bench, "run_benchmark", lambda *args, **kwargs: started.append(args))
+    result = invoke(["bench", "model.onnx", "--json", target.join("b.json")])
+    assert result.exit_code == 2 and result.stderr.endswith(reason + "\n") and started == []

@@ -182,3 +182,42 @@ def test_a_sweep_runs_host_code_engines_only_with_the_flag(tmp_path, invoke, fak
     invoke(args + ["--allow-engine-host-code"], expect=0)
     with open(str(out / "results.json")) as handle:
         assert [row["backend"] for row in json.load(handle)["rows"]] == ["trtexec"]
+
+
+def test_tensorrt_backend_refuses_a_library_with_another_hash_before_it_runs(tmp_path, monkeypatch):
+    """The TensorRT Python backend loads the library into this process: a library other than the one the engine's
+    manifest names (by sha256) is refused before the backend starts, as on the trtexec backend."""
+    from edgeattn.bench import run_benchmark, tensorrt_backend
+    from edgeattn.engine.manifest import MANIFEST_SCHEMA
+
+    started = []
+
+    def backend(engine_path, data, manifest, batch, plugin_library, *args, **kwargs):
+        started.append(plugin_library)
+        raise EdgeAttnError("stand-in backend reached")
+
+    monkeypatch.setattr(tensorrt_backend, "run", backend)
+    monkeypatch.delenv("EDGEATTN_PLUGIN_LIB", raising=False)
+    engine = tmp_path / "m.engine"
+    engine.write_bytes(b"serialized plan")
+    library = tmp_path / "libedgeattn_plugins.so"
+    library.write_bytes(b"not the library the engine was built with")
+
+    def plant(library_sha256):
+        manifest = {"schema": MANIFEST_SCHEMA, "engine": {"sha256": _sha256(str(engine))},
+                    "tensorrt": {"version": "10.3.0", "version_compatible": False},
+                    "plugins": {"name": "libedgeattn_plugins.so", "version": None, "sha256": library_sha256},
+                    "custom_ops": [{"op_type": "EdgeAttnLiteMLA", "domain": "trt.plugins", "count": 1}]}
+        with open(str(engine) + ".json", "w") as handle:
+            json.dump(manifest, handle)
+
+    plant("0" * 64)
+    with pytest.raises(EdgeAttnError) as caught:
+        run_benchmark(str(engine), backend="tensorrt", plugins=str(library), warmup_s=0, iterations=1)
+    message = caught.value.format_message()
+    assert "is not the one this engine was built with" in message and "it was not loaded" in message
+    assert started == []
+    plant(_sha256(str(library)))  # the control: the library the manifest names goes through
+    with pytest.raises(EdgeAttnError, match="stand-in backend reached"):
+        run_benchmark(str(engine), backend="tensorrt", plugins=str(library), warmup_s=0, iterations=1)
+    assert started == [str(library)]

@@ -15,6 +15,7 @@ import pytest
 import fakeharness
 from security_support import one_error_line
 from edgeattn import jetson
+from edgeattn._subprocess import run_command
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import clocks
 from edgeattn.sweep import run_sweep, runner
@@ -163,3 +164,43 @@ def test_private_store_directory_is_0700_and_checked_component_by_component(fake
     os.chmod(root, 0o700)
     assert clocks.store_problem(path) is None
     assert board.calls("jetson_clocks")
+
+
+# -- how every tool is run (edgeattn._subprocess.run_command) ---------------------------------------------------------
+def _python(code):
+    return [sys.executable, "-c", code]
+
+
+def test_a_tool_never_reads_the_callers_stdin():
+    """A tool that prompts (nvpmodel's reboot question, sudo's password) must find stdin closed, not read what the
+    user types or what is piped into edgeattn; only the exact text a caller passes is fed to it."""
+    echo_stdin = _python("import sys; sys.stdout.write(repr(sys.stdin.read()))")
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"YES\n")
+    os.close(write_end)
+    saved = os.dup(0)
+    try:
+        os.dup2(read_end, 0)  # our own stdin now holds an answer a tool could take
+        result = run_command(echo_stdin, timeout=60)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read_end)
+    assert result.returncode == 0 and result.stdout == repr("")
+    assert run_command(echo_stdin, timeout=60, input_text="NO\n").stdout == repr("NO\n")
+
+
+def test_a_tool_that_hangs_ends_in_one_error_line():
+    with pytest.raises(EdgeAttnError) as caught:
+        run_command(_python("import signal; signal.pause()"), timeout=0.3)
+    message = caught.value.format_message()
+    assert message.startswith("command timed out after 0.3 s: {} -c ".format(sys.executable))
+    assert "\n" not in message and caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["touch planted", b"touch planted", "true"])
+def test_a_shell_string_is_refused(tmp_path, command):
+    """Argument lists only: a string would need a shell (or be split into characters)."""
+    with pytest.raises(TypeError, match="argument list"):
+        run_command(command, timeout=60, cwd=str(tmp_path))
+    assert os.listdir(str(tmp_path)) == []

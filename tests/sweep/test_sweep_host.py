@@ -1,6 +1,7 @@
 """host-cpu sweeps (thread budgets, no board tools) and the `edgeattn sweep` command line."""
 import json
 import os
+import signal
 
 import pytest
 
@@ -183,3 +184,33 @@ def test_cli_errors_are_one_line(plain_host, tmp_path, invoke, monkeypatch, args
 def test_cli_interval_below_500_ms(invoke, tmp_path):
     result = invoke(["sweep", "x.onnx", "--interval-ms", "100"], expect=2)
     assert "--interval-ms" in result.stderr
+
+
+def test_the_callers_signal_handlers_are_back_after_a_sweep(plain_host, tmp_path):
+    """run_sweep turns SIGINT and SIGTERM into an exception only while it runs (so that the board is restored);
+    afterwards, finished or failed, a library caller's own handlers are in place again, SIGTERM as much as
+    SIGINT."""
+    def callers_handler(signum, frame):
+        pass
+
+    signals = (signal.SIGINT, signal.SIGTERM)
+    during = []
+
+    def bench(*args, **kwargs):
+        during.append([signal.getsignal(sig) for sig in signals])
+        return stubbench.make_bench(sleep_s=0)(*args, **kwargs)
+
+    previous = [signal.signal(sig, callers_handler) for sig in signals]
+    try:
+        quiet = dict(profile="host-cpu", modes="1", settle_s=0, repeats=1, duration_s=0.01, echo=lambda line: None)
+        outcome = run_sweep([_model(tmp_path, "m1")], out_dir=str(tmp_path / "ok"), bench=bench, **quiet)
+        assert outcome.status == "complete"
+        assert [signal.getsignal(sig) for sig in signals] == [callers_handler, callers_handler]
+        with pytest.raises(EdgeAttnError, match="stub benchmark failure"):
+            run_sweep([_model(tmp_path, "m1")], out_dir=str(tmp_path / "failed"),
+                      bench=stubbench.make_bench(fail_at=1), **quiet)
+        assert [signal.getsignal(sig) for sig in signals] == [callers_handler, callers_handler]
+    finally:
+        for sig, handler in zip(signals, previous):
+            signal.signal(sig, handler)
+    assert during and all(callers_handler not in handlers for handlers in during)  # the sweep's own, meanwhile

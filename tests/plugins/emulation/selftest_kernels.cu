@@ -128,6 +128,22 @@ __global__ void shuffleKernel(float* out)
     out[threadIdx.x] = __shfl_xor_sync(0xffffffffU, static_cast<float>(threadIdx.x), 1);
 }
 
+//! Every lane shuffles its own index: mode 0 __shfl_sync(arg), 1 __shfl_up_sync(arg), 2 __shfl_down_sync(arg),
+//! 3 __shfl_xor_sync(arg), each with the given width; full mask.
+__global__ void shuffleModesKernel(float* out, int mode, int arg, int width)
+{
+    float const value = static_cast<float>(threadIdx.x);
+    float result = -1.0F;
+    switch (mode)
+    {
+    case 0: result = __shfl_sync(0xffffffffU, value, arg, width); break;
+    case 1: result = __shfl_up_sync(0xffffffffU, value, static_cast<unsigned int>(arg), width); break;
+    case 2: result = __shfl_down_sync(0xffffffffU, value, static_cast<unsigned int>(arg), width); break;
+    default: result = __shfl_xor_sync(0xffffffffU, value, arg, width); break;
+    }
+    out[threadIdx.x] = result;
+}
+
 __global__ void mixedBarrierKernel(float* out)
 {
     if (threadIdx.x < 16) // half a warp in a full-mask shuffle: the other half never joins it
@@ -465,6 +481,12 @@ SELFTEST_API int edgeattn_emu_selftest_barrier_after_exit(float* out)
 SELFTEST_API int edgeattn_emu_selftest_shuffle(float* out, int threads)
 {
     shuffleKernel<<<1, threads>>>(out);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_shuffle_modes(float* out, int threads, int mode, int arg, int width)
+{
+    shuffleModesKernel<<<1, threads>>>(out, mode, arg, width);
     return cudaGetLastError();
 }
 
