@@ -103,3 +103,17 @@ def test_cli_doctor(invoke, nothing_gpu_side, plugins_stub, no_jetson):
                                      "plugins", "jetson", "nvpmodel"}
     result = invoke(["doctor"], expect=0)
     assert "trtexec" in result.stdout and "Missing pieces disable:" in result.stdout
+
+
+def test_cuda_device_with_an_old_driver_falls_back_to_the_device_tree(isolated_path):
+    """nvidia-smi before driver 510 rejects the compute_cap field (exit 2) and answers name and driver only; on a
+    Jetson the SoC then gives the capability (tegra234: 8.7)."""
+    script = isolated_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\ncase \"$1\" in *compute_cap*) echo 'Field \"compute_cap\" is not a valid field "
+                      "to query.' >&2; exit 2;; esac\necho 'Orin (nvgpu), 540.4.0'\n")
+    script.chmod(0o755)
+    board = {"soc": "tegra234", "model": "NVIDIA Jetson AGX Orin Developer Kit"}
+    device = cuda_device(board=board)
+    assert (device["compute_capability"], device["source"]) == ("8.7", "device tree (tegra234)")
+    assert cuda_device(board={"soc": None, "model": "x86 box"}) == {
+        "name": "Orin (nvgpu)", "compute_capability": None, "driver": "540.4.0", "source": "nvidia-smi"}

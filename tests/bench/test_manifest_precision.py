@@ -215,3 +215,27 @@ def test_strongly_typed_rewrite_stays_accurate_where_fp16_variance_overflows():
     reference, mixed = run(data), run(fp16)
     assert np.all(np.isfinite(mixed))
     assert np.max(np.abs(reference - mixed)) < 2e-2
+
+
+def _ln_node(op, inputs, outputs, name):
+    return {"op_type": op, "domain": "", "name": name, "inputs": inputs, "outputs": outputs, "attributes": {}}
+
+
+def test_decomposed_layernorm_variants_are_islands():
+    """Two other spellings of d / sqrt(mean(d^2) + eps): the square as Mul(d, d), and the division as
+    Reciprocal(Sqrt(...)) then Mul - every op of the chain stays FP32, the affine Mul after it does not."""
+    squared_by_mul = [
+        _ln_node("ReduceMean", ["x"], ["mean"], "m"), _ln_node("Sub", ["x", "mean"], ["d"], "s"),
+        _ln_node("Mul", ["d", "d"], ["sq"], "sq"), _ln_node("ReduceMean", ["sq"], ["var"], "v"),
+        _ln_node("Add", ["var", "eps"], ["ve"], "a"), _ln_node("Sqrt", ["ve"], ["std"], "r"),
+        _ln_node("Div", ["d", "std"], ["y"], "div"), _ln_node("Mul", ["y", "gamma"], ["out"], "affine")]
+    islands = find_fp32_islands(squared_by_mul)
+    assert islands == {name: "layernorm" for name in ("m", "s", "sq", "v", "a", "r", "div")}
+    by_reciprocal = [
+        _ln_node("ReduceMean", ["x"], ["mean"], "m"), _ln_node("Sub", ["x", "mean"], ["d"], "s"),
+        _ln_node("Pow", ["d", "two"], ["sq"], "p"), _ln_node("ReduceMean", ["sq"], ["var"], "v"),
+        _ln_node("Add", ["var", "eps"], ["ve"], "a"), _ln_node("Sqrt", ["ve"], ["std"], "r"),
+        _ln_node("Reciprocal", ["std"], ["inv"], "inv"), _ln_node("Mul", ["d", "inv"], ["y"], "norm"),
+        _ln_node("Mul", ["y", "gamma"], ["out"], "affine")]
+    islands = find_fp32_islands(by_reciprocal)
+    assert islands == {name: "layernorm" for name in ("m", "s", "p", "v", "a", "r", "inv", "norm")}

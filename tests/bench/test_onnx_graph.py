@@ -125,3 +125,23 @@ def test_missing_onnx_is_named(monkeypatch, tmp_path):
         onnx_graph.load_model(str(path), "`edgeattn build`")
     assert not onnx_graph.is_onnx_model(path.read_bytes())  # an engine file stays usable without onnx
     assert os.path.exists(str(path))
+
+
+def test_inspect_variant_and_custom_node_inputs(tmp_path):
+    """Two custom op_types, a local function for only one: "incomplete" (neither runtime takes it as is); an
+    omitted optional input ("") is not an input of the node."""
+    from edgeattn.export.inspection import classify, describe_onnx
+
+    assert classify({"EdgeAttnLiteMLA", "EdgeAttnSoftmaxAttention"}, ["EdgeAttnLiteMLA"]) == "incomplete"
+    assert classify({"EdgeAttnLiteMLA"}, ["EdgeAttnLiteMLA", "Unrelated"]) == "ort"
+    assert classify({"EdgeAttnLiteMLA"}, []) == "tensorrt" and classify(set(), ["EdgeAttnLiteMLA"]) == "standard"
+    custom = helper.make_node("EdgeAttnLiteMLA", ["x", ""], ["y"], domain="trt.plugins", name="attn")
+    graph = helper.make_graph([custom], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("trt.plugins", 1)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    description = describe_onnx(str(path))
+    assert description["variant"] == "tensorrt"
+    assert [node["inputs"] for node in description["custom_nodes"]] == [1]

@@ -199,3 +199,16 @@ def test_cli_unknown_profile_is_one_line(invoke):
     result = invoke(["profiles", "nope"], expect=2)
     assert result.stderr.startswith("edgeattn: error: unknown profile 'nope'")
     assert result.stderr.count("\n") == 1
+
+
+def test_cross_check_reports_a_renamed_mode_and_a_power_gating_mask():
+    """AGX Orin 64GB (jetson.md §1 table): mode 1 is MODE_15W with TPC_PG_MASK 248, mode 2 MODE_30W. A board
+    whose mode 2 is called otherwise, and whose 15W mode gates other TPCs, disagrees on both."""
+    table = profiles.load_profile("agx-orin-64gb").mode_tables["standard"]
+    conf = nvpmodel.parse_conf("< POWER_MODEL ID=0 NAME=MAXN >\n< POWER_MODEL ID=1 NAME=MODE_15W >\n"
+                               "TPC_POWER_GATING TPC_PG_MASK 240\n< POWER_MODEL ID=2 NAME=MODE_25W >\n"
+                               "< POWER_MODEL ID=3 NAME=MODE_50W >\n< PM_CONFIG DEFAULT=2 >\n")
+    warnings = profiles.cross_check(table, conf.modes)
+    assert "mode 1 MODE_15W: tpc_pg_mask = 240 on the board, 248 in the profile" in warnings
+    assert "board mode 2 is named 'MODE_25W'; the profile's standard table calls it 'MODE_30W'" in warnings
+    assert len(warnings) == 2

@@ -245,3 +245,60 @@ def test_a_meta_build_runs_no_initialiser(initialiser_calls):
     assert initialiser_calls == []
     create_model("vit_tiny_softmax", depth=1)
     assert initialiser_calls and {device for device, _ in initialiser_calls} == {"cpu"}
+
+
+# -- attention-core formulas on one call, against counts written out from the operators' definitions ----------------
+
+
+class _Module(object):
+    """Stands in for an attention module: only the hyper-parameters the formula reads."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def _core(class_name, module, x_shape, hw=None):
+    from edgeattn.models import complexity
+
+    tally = complexity._Tally()
+    complexity._FORMULAS[class_name](module, torch.empty(x_shape, device="meta"), hw, tally)
+    return tally
+
+
+def test_focused_linear_attention_core_counts_its_normaliser():
+    """FLatten, N = 16 tokens, C = 8, h = 2 heads (d = 4): per head phi(k)^T v (N*d*d) and phi(q) times it (N*d*d),
+    plus the normaliser phi(q) . sum phi(k) (N*d per head): 2 * 16*4*4 * 2 + 16*4 * 2 = 1024 + 128 = 1152; the 5x5
+    depthwise conv over C channels: 16*8*25 = 3200."""
+    dwc = torch.nn.Conv2d(4, 4, 5, padding=2, groups=4)
+    tally = _core("FocusedLinearAttention", _Module(num_heads=2, dwc=dwc, get_v=None), (1, 16, 8), (4, 4))
+    assert tally.attention_core == 1152 and tally.softmax_core == 0
+    assert tally.functional == 3200
+
+
+def test_flurka_performer_core_counts_the_feature_maps_of_the_compressed_keys():
+    """FLuRKA, N = 10 tokens, C = 8, h = 2 (d = 4), rank 3, F = 5 Performer features:
+    E1 x and E2 x: 2 * 3*10*8 = 480; features of the 10 queries and the 3 compressed keys: (10 + 3) * 2 heads * 4*5
+    = 520; phi(k)^T v: 3*5*4 * 2 = 120; phi(q) (phi(k)^T v): 10*5*4 * 2 = 400; normaliser: 10*5 * 2 = 100."""
+    module = _Module(E1=torch.empty(3, 10), num_heads=2, feature_map="performer", projection=torch.empty(5, 4))
+    assert _core("FLuRKAAttention", module, (1, 10, 8)).attention_core == 480 + 520 + 120 + 400 + 100
+    # the ELU feature map (F = d = 4) has no projection: 480 + 3*4*4*2 + 10*4*4*2 + 10*4*2 = 480 + 96 + 320 + 80
+    module = _Module(E1=torch.empty(3, 10), num_heads=2, feature_map="elu", projection=None)
+    assert _core("FLuRKAAttention", module, (1, 10, 8)).attention_core == 976
+
+
+def test_token_performer_core():
+    """T2T token Performer, n = 6 tokens, width e = 4, F = 3 random features, one head: projections of q and k
+    (2 * 6*4*3 = 144), phi(k)^T v (6*3*4 = 72), phi(q) times it (72), normaliser (6*3 = 18)."""
+    module = _Module(projection=torch.empty(3, 4))
+    assert _core("TokenPerformer", module, (1, 6, 12)).attention_core == 144 + 72 + 72 + 18
+
+
+def test_multi_spot_core_by_hand():
+    """16 map tokens (4 regions of 2x2) + 1 prefix token, C = 4, top-3 keys, pooled levels (4 tokens, top-2) and
+    (1 token, all): map queries against 3 + 2 + 1 keys, scores and weighted sum: 2 * 16*6*4 = 768; the prefix
+    query against all 17 keys: 2 * 1*17*4 = 136; region representatives scored against the 17 keys for top-k:
+    4*17*4 = 272; and against the 4 pooled keys of the top-2 level: 4*4*4 = 64."""
+    from edgeattn.models.complexity import multi_spot_macs
+
+    assert multi_spot_macs(16, 1, 4, 2, 3, [(4, 2), (1, None)]) == 768 + 136 + 272 + 64
+    assert multi_spot_macs(16, 0, 4, 2, 0, [(1, None)]) == 2 * 16 * 1 * 4  # no top-k: no scoring at all

@@ -49,3 +49,20 @@ def test_bad_options_exit_2_without_output_file(invoke, tmp_path, args):
     assert result.exit_code == 2
     assert "Error" in result.stderr
     assert not os.path.exists(out)
+
+
+def test_gemm_flops_of_the_cores_by_hand():
+    """FLOPs = 2 per multiply-accumulate of the core's matrix products, over the work actually done.
+    SDPA at N = 15 (a 3 x 5 map), h = 2 heads, d = 4: scores and weighted sum, 2 * 2 * N^2 * d per head
+    = 4 * 225 * 4 * 2 = 7200. Blockify with 2 x 2 windows on 3 x 5 (masked, partial windows at their real
+    size): two full 2x2 windows (L = 4, 2 * 16), one 2x1 (L = 2, 4), two 1x2 (2 * 4) and one 1x1 (1): sum L^2 = 45,
+    4 * 45 * d * h = 1440."""
+    pytest.importorskip("torch")
+    from edgeattn.ops.benchmark import build_case
+
+    _, flops, details = build_case("sdpa", 15, heads=2, head_dim=4, window_size=2)
+    assert (details["height"], details["width"]) == (3, 5) and flops == 7200
+    _, flops, details = build_case("blockify", 15, heads=2, head_dim=4, window_size=2)
+    assert details["padding"] == "masked" and flops == 1440
+    # EFFATT: k^T v and q (k^T v), N * d * d MACs each per head: 2 * 2 * 15*16 * 2 = 1920
+    assert build_case("effatt", 15, heads=2, head_dim=4, window_size=2)[1] == 1920

@@ -149,3 +149,27 @@ def test_preset_sweep_runs_for_real_on_host_cpu(plain_host, tiny_preset, invoke,
     refused = invoke(["sweep", "--preset", "elfatt-table9", str(models_dir / "batch1" / "vit_tiny_elfatt.onnx"),
                       "-o", tmp_path / "x"], expect=2)
     assert "chooses its own models" in refused.stderr and not (tmp_path / "x").exists()
+
+
+#: ELFATT paper (arXiv 2501.06098) Tables VIII (AGX Orin, batch 128) and IX (Nano, batch 1), transcribed here from
+#: /work/shared/papers/elfatt.txt: label -> (FPS FP32, ratio, FPS mixed precision, ratio)
+PAPER_TABLE_VIII = {
+    "CSWin-T24181-Agent": (158, "1.5x", 295, "1.3x"), "CSWin-T24181-EFFATT": (156, "1.4x", 305, "1.3x"),
+    "CSWin-T24181-ELFATT": (174, "1.6x", 355, "1.6x"), "CSWin-T24181-FLatten": (138, "1.3x", 229, "1.0x"),
+    "CSWin-T24181-GLOBAL": (108, "1.0x", 298, "1.3x"), "CSWin-T24181-LOCAL": (167, "1.5x", 309, "1.3x"),
+    "EfficientViT-B2": (198, "1.8x", 282, "1.2x")}
+PAPER_TABLE_IX = {
+    "CSWin-T24181-Agent": (4.9, "1.5x", 4.5, "1.3x"), "CSWin-T24181-EFFATT": (5.8, "1.8x", 5.5, "1.6x"),
+    "CSWin-T24181-ELFATT": (6.2, "2.0x", 5.8, "1.7x"), "CSWin-T24181-FLatten": (4.7, "1.5x", 4.0, "1.1x"),
+    "CSWin-T24181-GLOBAL": (3.2, "1.0x", 3.5, "1.0x"), "CSWin-T24181-LOCAL": (5.0, "1.6x", 4.2, "1.2x"),
+    "EfficientViT-B2": (5.5, "1.7x", 5.7, "1.6x")}
+
+
+@pytest.mark.parametrize("name,table", [("elfatt-table8", PAPER_TABLE_VIII), ("elfatt-table9", PAPER_TABLE_IX)])
+def test_preset_numbers_are_the_papers(name, table):
+    preset = presets.get_preset(name)
+    assert [row.label for row in preset.rows] == sorted(table)  # the paper lists the rows alphabetically
+    for row in preset.rows:
+        fps32, ratio32, fps16, ratio16 = table[row.label]
+        assert row.paper == {"fp32": (fps32, ratio32), "fp16": (fps16, ratio16)}, row.label
+        assert row.resolution == (288 if row.label == "EfficientViT-B2" else 224)
