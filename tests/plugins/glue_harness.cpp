@@ -12,6 +12,10 @@
 #include "liteMLA/liteMLAPlugin.h"
 #include "softKernelAttention/softKernelAttentionPlugin.h"
 
+#include "edgeattn/kernels.h"
+
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -193,6 +197,119 @@ std::string messagesJson()
     return out.str() + "]";
 }
 
+
+// ---- spies on the C ABI launchers the glue calls --------------------------------------------------------------
+// The harness defines the four launchers itself, so the glue linked into it calls these. Outside spy mode they
+// forward to libedgeattn_kernels.so (RTLD_NEXT); in spy mode they record the arguments as JSON and return
+// gSpyStatus without touching memory, so enqueue can be driven with a non-empty batch on a machine without a GPU.
+bool gSpyMode = false;
+int gSpyStatus = 0;
+std::string gSpyCall = "null";
+
+template <typename Fn>
+Fn realLauncher(char const* name)
+{
+    void* symbol = dlsym(RTLD_NEXT, name);
+    if (symbol == nullptr)
+    {
+        std::fprintf(stderr, "glue_harness: no real %s\n", name);
+        std::abort();
+    }
+    return reinterpret_cast<Fn>(symbol);
+}
+
+std::string floatsJson(float const* values, int count)
+{
+    std::ostringstream out;
+    out.precision(9);
+    out << "[";
+    for (int i = 0; values != nullptr && i < count; ++i)
+    {
+        out << (i ? ", " : "") << values[i];
+    }
+    return out.str() + "]";
+}
+
+} // namespace
+
+extern "C" int edgeattn_blockify_attention(const void* q, const void* k, const void* v, const void* lepe_weight,
+    const void* lepe_bias, void* out, int batch, int height, int width, int channels, int num_heads, int window_size,
+    float scale, int padding, int dtype, void* stream)
+{
+    if (!gSpyMode)
+    {
+        return realLauncher<decltype(&edgeattn_blockify_attention)>("edgeattn_blockify_attention")(q, k, v,
+            lepe_weight, lepe_bias, out, batch, height, width, channels, num_heads, window_size, scale, padding, dtype,
+            stream);
+    }
+    std::ostringstream json;
+    json.precision(9);
+    json << "{\"batch\": " << batch << ", \"height\": " << height << ", \"width\": " << width << ", \"channels\": "
+         << channels << ", \"num_heads\": " << num_heads << ", \"window_size\": " << window_size << ", \"scale\": "
+         << scale << ", \"padding\": " << padding << ", \"dtype\": " << dtype << ", \"lepe\": "
+         << (lepe_weight != nullptr && lepe_bias != nullptr ? "true" : "false") << "}";
+    gSpyCall = json.str();
+    return gSpyStatus;
+}
+
+extern "C" int edgeattn_efficient_attention(const void* q, const void* k, const void* v, void* out, int batch,
+    int tokens, int channels, int num_heads, int dtype, void* workspace, size_t workspace_bytes, void* stream)
+{
+    if (!gSpyMode)
+    {
+        return realLauncher<decltype(&edgeattn_efficient_attention)>("edgeattn_efficient_attention")(q, k, v, out,
+            batch, tokens, channels, num_heads, dtype, workspace, workspace_bytes, stream);
+    }
+    std::ostringstream json;
+    json << "{\"batch\": " << batch << ", \"tokens\": " << tokens << ", \"channels\": " << channels
+         << ", \"num_heads\": " << num_heads << ", \"dtype\": " << dtype << ", \"workspace_bytes\": " << workspace_bytes
+         << "}";
+    gSpyCall = json.str();
+    return gSpyStatus;
+}
+
+extern "C" int edgeattn_lite_mla(const void* qkv, void* out, int batch, int channels_in, int height, int width,
+    int head_dim, int kernel, float eps, const float* qt_alpha, const float* qt_beta, const float* qt_gamma,
+    int qt_count, int dtype, void* workspace, size_t workspace_bytes, void* stream)
+{
+    if (!gSpyMode)
+    {
+        return realLauncher<decltype(&edgeattn_lite_mla)>("edgeattn_lite_mla")(qkv, out, batch, channels_in, height,
+            width, head_dim, kernel, eps, qt_alpha, qt_beta, qt_gamma, qt_count, dtype, workspace, workspace_bytes,
+            stream);
+    }
+    std::ostringstream json;
+    json.precision(9);
+    json << "{\"batch\": " << batch << ", \"channels_in\": " << channels_in << ", \"height\": " << height
+         << ", \"width\": " << width << ", \"head_dim\": " << head_dim << ", \"kernel\": " << kernel << ", \"eps\": "
+         << eps << ", \"qt_count\": " << qt_count << ", \"qt_alpha\": " << floatsJson(qt_alpha, qt_count)
+         << ", \"qt_beta\": " << floatsJson(qt_beta, qt_count) << ", \"qt_gamma\": " << floatsJson(qt_gamma, qt_count)
+         << ", \"dtype\": " << dtype << ", \"workspace_bytes\": " << workspace_bytes << "}";
+    gSpyCall = json.str();
+    return gSpyStatus;
+}
+
+extern "C" int edgeattn_soft_kernel_attention(const void* q, const void* landmarks, const void* v, void* out,
+    int batch, int tokens, int num_landmarks, int channels, int num_heads, int newton_iters, int symmetric_norm,
+    int dtype, void* workspace, size_t workspace_bytes, void* stream)
+{
+    if (!gSpyMode)
+    {
+        return realLauncher<decltype(&edgeattn_soft_kernel_attention)>("edgeattn_soft_kernel_attention")(q,
+            landmarks, v, out, batch, tokens, num_landmarks, channels, num_heads, newton_iters, symmetric_norm, dtype,
+            workspace, workspace_bytes, stream);
+    }
+    std::ostringstream json;
+    json << "{\"batch\": " << batch << ", \"tokens\": " << tokens << ", \"num_landmarks\": " << num_landmarks
+         << ", \"channels\": " << channels << ", \"num_heads\": " << num_heads << ", \"newton_iters\": " << newton_iters
+         << ", \"symmetric_norm\": " << symmetric_norm << ", \"dtype\": " << dtype << ", \"workspace_bytes\": "
+         << workspace_bytes << "}";
+    gSpyCall = json.str();
+    return gSpyStatus;
+}
+
+namespace
+{
 // ---- per-op scenarios --------------------------------------------------------------------------------------------
 struct Scenario
 {
@@ -477,6 +594,16 @@ std::string runScenario(CreatorEntry const& entry, Scenario const& scenario)
     IPluginV2* truncated = creator->deserializePlugin("node", bytes.data(), bytes.size() - 1);
     out << ", \"truncated_rejected\": " << (truncated == nullptr ? "true" : "false");
     gLogger.messages.clear();
+    std::vector<char> trailing = bytes;
+    trailing.push_back('\0');
+    IPluginV2* withTrailing = creator->deserializePlugin("node", trailing.data(), trailing.size());
+    out << ", \"trailing_rejected\": " << (withTrailing == nullptr ? "true" : "false")
+        << ", \"trailing_messages\": " << messagesJson();
+    if (withTrailing)
+    {
+        withTrailing->destroy();
+    }
+    gLogger.messages.clear();
 
     std::vector<DataType> inTypes(static_cast<size_t>(nbInputs), DataType::kHALF);
     out << ", \"output_type_status\": 0, \"output_type_is_half\": "
@@ -600,6 +727,17 @@ std::string rejections(CreatorEntry const& entry, Scenario const& scenario)
         }
     }
     cases.push_back(Case{"bad_string_value", badValue});
+#if NV_TENSORRT_MAJOR >= 10
+    // The first field is a required int: as INT64 it is taken when it fits 32 bits, refused (not wrapped) otherwise.
+    int64_t const int64Two = 2;
+    int64_t const int64Wrapping = (int64_t{1} << 32) + 2;
+    std::vector<PluginField> int64InRange = scenario.fields;
+    int64InRange[0] = PluginField(int64InRange[0].name, &int64Two, PluginFieldType::kINT64, 1);
+    cases.push_back(Case{"int64_in_range", int64InRange});
+    std::vector<PluginField> int64OutOfRange = scenario.fields;
+    int64OutOfRange[0] = PluginField(int64OutOfRange[0].name, &int64Wrapping, PluginFieldType::kINT64, 1);
+    cases.push_back(Case{"int64_out_of_range", int64OutOfRange});
+#endif
     for (size_t i = 0; i < cases.size(); ++i)
     {
         PluginFieldCollection fc;
@@ -624,6 +762,235 @@ std::string rejections(CreatorEntry const& entry, Scenario const& scenario)
     return out.str();
 }
 
+
+//! What the glue hands the kernels and TensorRT beyond the basic scenario: the launcher arguments for the scenario's
+//! attributes and for the required attributes only (schema defaults), a failing launch, FP32 output types, the
+//! workspace of a dynamic profile, and what clone() keeps.
+std::string extraChecks(CreatorEntry const& entry, Scenario const& scenario)
+{
+    std::ostringstream out;
+    int32_t const nbInputs = static_cast<int32_t>(scenario.inputDims.size());
+    std::vector<PluginField> required;
+    for (PluginField const& field : scenario.fields)
+    {
+        for (int32_t i = 0; i < entry.spec->nbAttributes; ++i)
+        {
+            if (std::strcmp(entry.spec->attributes[i].name, field.name) == 0 && entry.spec->attributes[i].required)
+            {
+                required.push_back(field);
+            }
+        }
+    }
+    std::vector<PluginTensorDesc> descs;
+    for (auto const& d : scenario.inputDims)
+    {
+        descs.push_back(tensorDesc(d, DataType::kFLOAT));
+    }
+    PluginTensorDesc outDesc = tensorDesc(scenario.inputDims[0], DataType::kFLOAT);
+    std::vector<float> dummy(16, 0.0F);
+    std::vector<void const*> pointers(static_cast<size_t>(nbInputs), dummy.data());
+    void* outputs[1] = {dummy.data()};
+    std::vector<char> workspace(1 << 20);
+    std::vector<DataType> floatTypes(static_cast<size_t>(nbInputs), DataType::kFLOAT);
+
+    auto launch = [&](std::vector<PluginField> const& fields, char const* label, bool first) {
+        PluginFieldCollection fc;
+        fc.nbFields = static_cast<int32_t>(fields.size());
+        fc.fields = fields.data();
+        gLogger.messages.clear();
+#if EDGEATTN_PLUGIN_V3
+        std::unique_ptr<IPluginV3> plugin(
+            static_cast<IPluginCreatorV3One*>(entry.creator)->createPlugin("node", &fc, TensorRTPhase::kRUNTIME));
+        auto* runtime = plugin ? static_cast<IPluginV3OneRuntime*>(plugin->getCapabilityInterface(PluginCapabilityType::kRUNTIME))
+                               : nullptr;
+#else
+        IPluginV2* raw = static_cast<IPluginCreator*>(entry.creator)->createPlugin("node", &fc);
+        auto* runtime = static_cast<IPluginV2DynamicExt*>(raw);
+#endif
+        out << (first ? "" : ", ") << quote(label) << ": {\"created\": " << (runtime ? "true" : "false");
+        if (runtime)
+        {
+            gSpyMode = true;
+            gSpyStatus = EDGEATTN_STATUS_SUCCESS;
+            gSpyCall = "null";
+            int32_t const status = runtime->enqueue(descs.data(), &outDesc, pointers.data(), outputs, workspace.data(), nullptr);
+            out << ", \"status\": " << status << ", \"args\": " << gSpyCall << ", \"messages\": " << messagesJson();
+            gSpyStatus = EDGEATTN_STATUS_INVALID_ARGUMENT;
+            gSpyCall = "null";
+            int32_t const failed = runtime->enqueue(descs.data(), &outDesc, pointers.data(), outputs, workspace.data(), nullptr);
+            out << ", \"failed_status\": " << failed << ", \"failed_called\": " << (gSpyCall != "null" ? "true" : "false")
+                << ", \"failed_messages\": " << messagesJson();
+            gSpyMode = false;
+            gSpyStatus = 0;
+        }
+        else
+        {
+            out << ", \"messages\": " << messagesJson();
+        }
+        out << "}";
+#if !EDGEATTN_PLUGIN_V3
+        if (raw)
+        {
+            raw->destroy();
+        }
+#endif
+    };
+    launch(scenario.fields, "launch", true);
+    launch(required, "launch_required_only", false);
+
+    PluginFieldCollection fc;
+    fc.nbFields = static_cast<int32_t>(scenario.fields.size());
+    fc.fields = scenario.fields.data();
+#if EDGEATTN_PLUGIN_V3
+    auto* creator = static_cast<IPluginCreatorV3One*>(entry.creator);
+    std::unique_ptr<IPluginV3> plugin(creator->createPlugin("node", &fc, TensorRTPhase::kBUILD));
+    auto* build = static_cast<IPluginV3OneBuild*>(plugin->getCapabilityInterface(PluginCapabilityType::kBUILD));
+    auto* runtime = static_cast<IPluginV3OneRuntime*>(plugin->getCapabilityInterface(PluginCapabilityType::kRUNTIME));
+    DataType outType = DataType::kHALF;
+    int32_t const typeStatus = build->getOutputDataTypes(&outType, 1, floatTypes.data(), nbInputs);
+    out << ", \"fp32_output_type_status\": " << typeStatus << ", \"fp32_output_is_float\": "
+        << (outType == DataType::kFLOAT ? "true" : "false");
+
+    // a dynamic batch profile 1..3 (opt 2): desc holds -1 for the batch, as at build time
+    std::vector<DynamicPluginTensorDesc> dynamic;
+    for (int32_t i = 0; i < nbInputs; ++i)
+    {
+        DynamicPluginTensorDesc desc = dynamicDesc(scenario.inputDims[i], DataType::kHALF);
+        if (i < scenario.batchedInputs)
+        {
+            desc.desc.dims.d[0] = -1;
+            desc.min.d[0] = 1;
+            desc.opt.d[0] = 2;
+            desc.max.d[0] = scenario.inputDims[i][0];
+        }
+        dynamic.push_back(desc);
+    }
+    DynamicPluginTensorDesc dynamicOut = dynamicDesc(scenario.inputDims[0], DataType::kHALF);
+    out << ", \"workspace_dynamic_batch\": " << build->getWorkspaceSize(dynamic.data(), nbInputs, &dynamicOut, 1);
+
+    std::string const original = describeAttributes(parseAttributes(*entry.spec, toFieldViews(runtime->getFieldsToSerialize())));
+    std::unique_ptr<IPluginV3> cloned(plugin->clone());
+    auto* clonedCore = static_cast<IPluginV3OneCore*>(cloned->getCapabilityInterface(PluginCapabilityType::kCORE));
+    auto* clonedRuntime = static_cast<IPluginV3OneRuntime*>(cloned->getCapabilityInterface(PluginCapabilityType::kRUNTIME));
+    out << ", \"clone\": {\"name\": " << quote(clonedCore->getPluginName()) << ", \"version\": "
+        << quote(clonedCore->getPluginVersion()) << ", \"namespace\": " << quote(clonedCore->getPluginNamespace())
+        << ", \"same_attributes\": "
+        << (describeAttributes(parseAttributes(*entry.spec, toFieldViews(clonedRuntime->getFieldsToSerialize()))) == original
+                   ? "true"
+                   : "false")
+        << "}";
+#else
+    auto* creator = static_cast<IPluginCreator*>(entry.creator);
+    auto* plugin = static_cast<IPluginV2DynamicExt*>(creator->createPlugin("node", &fc));
+    DataType const outType = plugin->getOutputDataType(0, floatTypes.data(), nbInputs);
+    out << ", \"fp32_output_type_status\": 0, \"fp32_output_is_float\": " << (outType == DataType::kFLOAT ? "true" : "false");
+    // TensorRT 8 sets the namespace on the plugin after creating it; clone() must keep it (and everything else).
+    plugin->setPluginNamespace("custom_namespace");
+    std::vector<char> bytes(plugin->getSerializationSize());
+    plugin->serialize(bytes.data());
+    IPluginV2DynamicExt* cloned = plugin->clone();
+    std::vector<char> clonedBytes(cloned->getSerializationSize());
+    cloned->serialize(clonedBytes.data());
+    out << ", \"clone\": {\"name\": " << quote(cloned->getPluginType()) << ", \"version\": "
+        << quote(cloned->getPluginVersion()) << ", \"namespace\": " << quote(cloned->getPluginNamespace())
+        << ", \"same_attributes\": " << (clonedBytes == bytes ? "true" : "false") << "}";
+    cloned->destroy();
+    plugin->destroy();
+#endif
+    return out.str();
+}
+
+//! Shapes the op contracts accept or reject beyond the scenarios, each with its own attributes: the verdict of
+//! configurePlugin (V3: its status; V2: whether it logged).
+struct ShapeCase
+{
+    char const* op;
+    char const* label;
+    std::vector<PluginField> fields;
+    std::vector<std::vector<DimValue>> dims;
+};
+
+int32_t const kHeads3 = 3;
+
+std::vector<ShapeCase> shapeCases()
+{
+    std::vector<ShapeCase> list;
+    std::vector<PluginField> soft{PluginField("num_heads", &kHeads2, PluginFieldType::kINT32, 1)};
+    list.push_back(ShapeCase{"EdgeAttnSoftKernelAttention", "landmarks_batch_differs", soft,
+        {{3, 3136, 64}, {2, 49, 64}, {3, 3136, 64}}});
+    list.push_back(ShapeCase{"EdgeAttnSoftKernelAttention", "landmarks_channels_differ", soft,
+        {{3, 3136, 64}, {3, 49, 32}, {3, 3136, 64}}});
+    list.push_back(ShapeCase{"EdgeAttnSoftKernelAttention", "other_landmark_count", soft,
+        {{3, 3136, 64}, {3, 10, 64}, {3, 3136, 64}}});
+    std::vector<PluginField> efficient{PluginField("num_heads", &kHeads2, PluginFieldType::kINT32, 1)};
+    list.push_back(ShapeCase{"EdgeAttnEfficientAttention", "k_tokens_differ", efficient,
+        {{3, 3136, 64}, {3, 3000, 64}, {3, 3136, 64}}});
+    list.push_back(ShapeCase{"EdgeAttnEfficientAttention", "v_batch_differs", efficient,
+        {{3, 3136, 64}, {3, 3136, 64}, {2, 3136, 64}}});
+    std::vector<PluginField> liteOne{PluginField("head_dim", &kHeadDim16, PluginFieldType::kINT32, 1),
+        PluginField("kernel", kQuadratic, PluginFieldType::kCHAR, sizeof(kQuadratic))}; // default qt_*: 1 entry
+    list.push_back(ShapeCase{"EdgeAttnLiteMLA", "one_coefficient_set_two_groups", liteOne, {{3, 96, 14, 14}}});
+    list.push_back(ShapeCase{"EdgeAttnLiteMLA", "one_coefficient_set_three_groups", liteOne, {{3, 144, 14, 14}}});
+    list.push_back(ShapeCase{"EdgeAttnLiteMLA", "channels_not_multiple_of_3_head_dim", liteOne, {{3, 100, 14, 14}}});
+    std::vector<PluginField> blockify{PluginField("num_heads", &kHeads3, PluginFieldType::kINT32, 1),
+        PluginField("height", &kHeight56, PluginFieldType::kINT32, 1),
+        PluginField("width", &kHeight56, PluginFieldType::kINT32, 1),
+        PluginField("window_size", &kWindow7, PluginFieldType::kINT32, 1)};
+    list.push_back(ShapeCase{"EdgeAttnBlockifyAttention", "channels_not_multiple_of_heads", blockify,
+        {{3, 3136, 64}, {3, 3136, 64}, {3, 3136, 64}}});
+    list.push_back(ShapeCase{"EdgeAttnBlockifyAttention", "channels_multiple_of_heads", blockify,
+        {{3, 3136, 66}, {3, 3136, 66}, {3, 3136, 66}}});
+    return list;
+}
+
+std::string shapeVerdicts(CreatorEntry const& entry)
+{
+    std::ostringstream out;
+    bool first = true;
+    for (ShapeCase const& shapeCase : shapeCases())
+    {
+        if (std::string(entry.spec->name) != shapeCase.op)
+        {
+            continue;
+        }
+        PluginFieldCollection fc;
+        fc.nbFields = static_cast<int32_t>(shapeCase.fields.size());
+        fc.fields = shapeCase.fields.data();
+        int32_t const nbInputs = static_cast<int32_t>(shapeCase.dims.size());
+        std::vector<DynamicPluginTensorDesc> descs;
+        for (auto const& d : shapeCase.dims)
+        {
+            descs.push_back(dynamicDesc(d, DataType::kHALF));
+        }
+        DynamicPluginTensorDesc outDesc = dynamicDesc(shapeCase.dims[0], DataType::kHALF);
+        gLogger.messages.clear();
+        bool accepted = false;
+        bool created = false;
+#if EDGEATTN_PLUGIN_V3
+        std::unique_ptr<IPluginV3> plugin(
+            static_cast<IPluginCreatorV3One*>(entry.creator)->createPlugin("node", &fc, TensorRTPhase::kBUILD));
+        created = plugin != nullptr;
+        if (plugin)
+        {
+            auto* build = static_cast<IPluginV3OneBuild*>(plugin->getCapabilityInterface(PluginCapabilityType::kBUILD));
+            accepted = build->configurePlugin(descs.data(), nbInputs, &outDesc, 1) == 0;
+        }
+#else
+        IPluginV2* raw = static_cast<IPluginCreator*>(entry.creator)->createPlugin("node", &fc);
+        created = raw != nullptr;
+        if (raw)
+        {
+            static_cast<IPluginV2DynamicExt*>(raw)->configurePlugin(descs.data(), nbInputs, &outDesc, 1);
+            accepted = gLogger.messages.empty();
+            raw->destroy();
+        }
+#endif
+        out << (first ? "" : ", ") << quote(shapeCase.label) << ": {\"created\": " << (created ? "true" : "false")
+            << ", \"accepted\": " << (accepted ? "true" : "false") << ", \"messages\": " << messagesJson() << "}";
+        first = false;
+    }
+    return out.str();
+}
 } // namespace
 
 int main()
@@ -659,7 +1026,9 @@ int main()
             if (std::string(entries[i].spec->name) == scenario.op)
             {
                 out << (first ? "" : ", ") << quote(scenario.op) << ": {" << runScenario(entries[i], scenario)
-                    << ", \"rejections\": {" << rejections(entries[i], scenario) << "}}";
+                    << ", \"rejections\": {" << rejections(entries[i], scenario) << "}"
+                    << ", \"extra\": {" << extraChecks(entries[i], scenario) << "}"
+                    << ", \"shape_cases\": {" << shapeVerdicts(entries[i]) << "}}";
                 first = false;
             }
         }

@@ -46,6 +46,13 @@ def schemas():
     return result
 
 
+def header_sets(applies):
+    """The test runs against these header sets only (``applies(major)``), instead of skipping the others: under
+    CI=true every skip but a GPU test's fails the run."""
+    labels = [entry[0] for entry in TRT_HEADER_SETS if applies(int(entry[0].split(".")[0]))]
+    return pytest.mark.parametrize("trt", labels, indirect=True, ids=["trt" + label for label in labels])
+
+
 # One pytest-xdist worker per header set (--dist loadgroup), so each set's glue is compiled once; the TensorRT-RTX
 # registry test, which links the 11.1 build, joins the 11.1 group.
 @pytest.fixture(scope="module", ids=lambda label: "trt" + label,
@@ -98,7 +105,7 @@ def harness_output(trt, kernels_build):
     library_dir = os.path.dirname(kernels_build["library"])
     executable = _link(trt, os.path.join(trt["work"], "glue_harness"),
                        trt["glue_objects"] + [trt["objects"]["registration_NONE.o"], trt["objects"]["glue_harness.o"]],
-                       [kernels_build["library"], "-Wl,-rpath," + library_dir])
+                       [kernels_build["library"], "-Wl,-rpath," + library_dir, "-ldl"])
     result = run_command([executable], timeout=120)
     assert result.returncode == 0, result.output[-3000:]
     return json.loads(result.stdout)
@@ -292,3 +299,151 @@ def test_no_tensorrt_headers_are_vendored():
         for name in files:
             assert not re.match(r"NvInfer\w*\.h$", name), os.path.join(root, name)
 
+
+
+# The attributes glue_harness.cpp's scenarios() gives each op (the rest take their schema defaults).
+SCENARIO_ATTRIBUTES = {
+    "EdgeAttnBlockifyAttention": {"num_heads": 2, "height": 56, "width": 56, "window_size": 7, "scale": 0.0,
+                                  "has_lepe": 1, "padding": "masked"},
+    "EdgeAttnEfficientAttention": {"num_heads": 2},
+    "EdgeAttnLiteMLA": {"head_dim": 16, "kernel": "quadratic_taylor", "eps": 1e-6, "qt_alpha": [0.5, 0.25],
+                        "qt_beta": [0.5, 0.25], "qt_gamma": [0.5, 0.25]},
+    "EdgeAttnSoftKernelAttention": {"num_heads": 2, "newton_iters": 12},
+}
+
+
+def _expected_launch_arguments(op_type, attributes):
+    """The C ABI arguments (edgeattn/kernels.h) the glue must pass for these attributes, filled from the schema's
+    defaults: an independent statement of the attribute -> launcher mapping."""
+    values = {a["name"]: a.get("default") for a in schemas()[op_type]["attributes"]}
+    values.update(attributes)
+    if op_type == "EdgeAttnBlockifyAttention":
+        return {"num_heads": values["num_heads"], "height": values["height"], "width": values["width"],
+                "window_size": values["window_size"], "scale": values["scale"],
+                "padding": kernels_abi.PADDINGS[values["padding"]], "lepe": values["has_lepe"] == 1}
+    if op_type == "EdgeAttnEfficientAttention":
+        return {"num_heads": values["num_heads"]}
+    if op_type == "EdgeAttnLiteMLA":
+        expected = {"head_dim": values["head_dim"], "kernel": kernels_abi.LITE_MLA_KERNELS[values["kernel"]],
+                    "eps": values["eps"]}
+        if values["kernel"] == "quadratic_taylor":  # the coefficients are read only for this kernel
+            expected.update(qt_count=len(values["qt_alpha"]), qt_alpha=values["qt_alpha"], qt_beta=values["qt_beta"],
+                            qt_gamma=values["qt_gamma"])
+        return expected
+    assert op_type == "EdgeAttnSoftKernelAttention", op_type
+    return {"num_heads": values["num_heads"], "newton_iters": values["newton_iters"],
+            "symmetric_norm": values["symmetric_norm"]}
+
+
+def _assert_arguments(op_type, label, got, expected):
+    for name, value in expected.items():
+        if isinstance(value, float) or (isinstance(value, list) and value and isinstance(value[0], float)):
+            assert got[name] == pytest.approx(value, rel=1e-6, abs=0.0), (op_type, label, name, got)
+        else:
+            assert got[name] == value, (op_type, label, name, got)
+
+
+def test_enqueue_hands_the_kernels_the_attributes_and_schema_defaults(harness_output):
+    """The harness replaces the C ABI launchers by spies and enqueues a non-empty FP32 batch: the glue must pass
+    every attribute (padding, kernel, eps, ...) through unchanged, and the schema defaults where a node gives only
+    the required attributes."""
+    for op_type, scenario in harness_output["scenarios"].items():
+        for label, attributes in (("launch", SCENARIO_ATTRIBUTES[op_type]),
+                                  ("launch_required_only", {a["name"]: SCENARIO_ATTRIBUTES[op_type][a["name"]]
+                                                            for a in schemas()[op_type]["attributes"]
+                                                            if a.get("required")})):
+            launch = scenario["extra"][label]
+            assert launch["created"], (op_type, label, launch.get("messages"))
+            assert launch["status"] == 0 and launch["messages"] == [], (op_type, label, launch)
+            assert launch["args"]["batch"] == 3 and launch["args"]["dtype"] == kernels_abi.DTYPES["float32"], op_type
+            _assert_arguments(op_type, label, launch["args"], _expected_launch_arguments(op_type, attributes))
+
+
+def test_a_failed_kernel_launch_fails_enqueue_and_says_why(harness_output):
+    for op_type, scenario in harness_output["scenarios"].items():
+        for label in ("launch", "launch_required_only"):
+            launch = scenario["extra"][label]
+            assert launch["failed_called"], (op_type, label)
+            assert launch["failed_status"] != 0, (op_type, label)  # enqueue: 0 for success, else an error
+            assert len(launch["failed_messages"]) == 1, (op_type, label, launch["failed_messages"])
+            message = launch["failed_messages"][0]
+            assert op_type in message and "invalid argument" in message, message
+
+
+def test_output_type_follows_fp32_inputs(harness_output):
+    # dtype_same_as: q in every schema: FP32 in, FP32 out (FP16 is covered by test_output_shapes_and_types...).
+    for op_type, scenario in harness_output["scenarios"].items():
+        assert scenario["extra"]["fp32_output_type_status"] == 0, op_type
+        assert scenario["extra"]["fp32_output_is_float"], op_type
+
+
+@header_sets(lambda major: major >= 10)  # IPluginV2DynamicExt::getWorkspaceSize receives concrete shapes
+def test_workspace_is_sized_for_the_profile_maximum(trt, harness_output, kernels_build):
+    """IPluginV3OneBuild::getWorkspaceSize must cover every shape of the profile: with a dynamic batch (desc -1,
+    min 1, opt 2, max 3) it is the workspace of the maximum."""
+    kernels = kernels_abi.KernelsLibrary(kernels_build["library"])
+    expected = {
+        "EdgeAttnBlockifyAttention": kernels.blockify_attention_workspace_size(3, 56, 56, 64, 2, 7),
+        "EdgeAttnEfficientAttention": kernels.efficient_attention_workspace_size(3, 3136, 64, 2),
+        "EdgeAttnLiteMLA": kernels.lite_mla_workspace_size(3, 96, 14, 14, 16, "quadratic_taylor"),
+        "EdgeAttnSoftKernelAttention": kernels.soft_kernel_attention_workspace_size(3, 3136, 49, 64, 2),
+    }
+    for op_type, scenario in harness_output["scenarios"].items():
+        assert scenario["extra"]["workspace_dynamic_batch"] == expected[op_type], op_type
+
+
+def test_plugins_and_their_clones_report_the_schema_identity(trt, harness_output):
+    """getPluginVersion of the plugin (not only the creator) is the schema version, and clone() keeps name, version,
+    namespace (TensorRT 8 sets it on the plugin with setPluginNamespace; the harness uses "custom_namespace") and
+    every attribute."""
+    ops = schemas()
+    namespace = "edgeattn" if trt["major"] >= 10 else "custom_namespace"
+    for op_type, scenario in harness_output["scenarios"].items():
+        assert scenario["plugin_version"] == str(ops[op_type]["version"]), op_type
+        clone = scenario["extra"]["clone"]
+        assert (clone["name"], clone["version"], clone["namespace"]) == (
+            op_type, str(ops[op_type]["version"]), namespace), op_type
+        assert clone["same_attributes"], op_type
+
+
+# configurePlugin's verdict on shapes beyond the scenarios (glue_harness.cpp shapeCases()), from the schemas'
+# inputs and shape_constraints: landmarks (B, M, C) with q's B and C and any M; q, k, v of one shape; qkv.shape[1]
+# a multiple of 3 * head_dim with 1 or G coefficient sets; C % num_heads == 0.
+SHAPE_VERDICTS = {
+    "EdgeAttnSoftKernelAttention": {"landmarks_batch_differs": False, "landmarks_channels_differ": False,
+                                    "other_landmark_count": True},
+    "EdgeAttnEfficientAttention": {"k_tokens_differ": False, "v_batch_differs": False},
+    "EdgeAttnLiteMLA": {"one_coefficient_set_two_groups": True, "one_coefficient_set_three_groups": True,
+                        "channels_not_multiple_of_3_head_dim": False},
+    "EdgeAttnBlockifyAttention": {"channels_not_multiple_of_heads": False, "channels_multiple_of_heads": True},
+}
+
+
+def test_configure_follows_the_schema_shape_constraints(harness_output):
+    for op_type, scenario in harness_output["scenarios"].items():
+        cases = scenario["shape_cases"]
+        assert set(cases) == set(SHAPE_VERDICTS[op_type]), op_type
+        for label, accepted in SHAPE_VERDICTS[op_type].items():
+            case = cases[label]
+            assert case["created"], (op_type, label, case["messages"])
+            assert case["accepted"] is accepted, (op_type, label, case["messages"])
+            if not accepted:
+                assert case["messages"] and op_type in case["messages"][0], (op_type, label)
+
+
+@header_sets(lambda major: major >= 10)  # PluginFieldType::kINT64 exists from TensorRT 10
+def test_int64_fields_are_refused_when_they_do_not_fit_32_bits(trt, harness_output):
+    for op_type, scenario in harness_output["scenarios"].items():
+        rejections = scenario["rejections"]
+        assert rejections["int64_in_range"]["created"], (op_type, rejections["int64_in_range"]["messages"])
+        assert not rejections["int64_out_of_range"]["created"], op_type
+        assert "must be a 32-bit integer" in rejections["int64_out_of_range"]["messages"][0], op_type
+
+
+@header_sets(lambda major: major < 10)  # IPluginV3 has no byte serialization
+def test_deserialization_refuses_trailing_bytes(trt, harness_output):
+    """A serialized plugin is exactly what serialize() wrote: one more byte means another format or a corrupt
+    engine, and deserializePlugin must refuse it (TensorRT 8; TensorRT 10 deserializes through createPlugin)."""
+    for op_type, scenario in harness_output["scenarios"].items():
+        assert scenario["trailing_rejected"], op_type
+        assert "trailing bytes" in scenario["trailing_messages"][0], op_type

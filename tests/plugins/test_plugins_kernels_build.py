@@ -459,3 +459,37 @@ def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(nvcc, 
         assert not HALF_ARITHMETIC.findall(body), name
     scalar = {name: body for name, body in entries.items() if name not in tensor}
     assert scalar and not any(NEWER_THAN_SM53.findall(body) for body in scalar.values())
+
+
+CMAKE_ARCH_PROBE = """
+include("{module}")
+foreach(case "AUTO|80" "AUTO|86" "AUTO|53;72;87" "AUTO|75" "AUTO|53;62;72" "ON|75" "OFF|87")
+    string(REPLACE "|" ";" parts "${{case}}")
+    list(GET parts 0 requested)
+    list(REMOVE_AT parts 0)
+    edgeattn_tensor_cores(result "${{requested}}" "${{parts}}")
+    message(STATUS "tensor_cores ${{case}} = ${{result}}")
+endforeach()
+edgeattn_resolve_cuda_archs(resolved "53,72,87,87")
+message(STATUS "resolved = ${{resolved}}")
+edgeattn_gencode_flags(flags "53;87")
+message(STATUS "gencode = ${{flags}}")
+"""
+
+
+def test_cmake_arch_helpers_follow_their_contract(cmake, tmp_path):
+    """plugins/cmake/EdgeattnCudaArchs.cmake in script mode (no compiler): tensor-core kernels (mma.sync m16n8k16,
+    sm_80+) are built in AUTO exactly when some arch >= 80 is requested (sm_80/sm_86 desktop Ampere included);
+    an explicit arch list is kept, deduplicated; every arch gets its SASS plus PTX of the highest."""
+    script = tmp_path / "probe.cmake"
+    script.write_text(CMAKE_ARCH_PROBE.format(module=os.path.join(PLUGINS_DIR, "cmake", "EdgeattnCudaArchs.cmake")))
+    result = run_command([cmake, "-P", str(script)], timeout=60)
+    assert result.returncode == 0, result.output[-3000:]
+    lines = dict(line.split("-- ", 1)[1].split(" = ", 1) for line in result.output.splitlines() if " = " in line)
+    assert {key: value for key, value in lines.items() if key.startswith("tensor_cores")} == {
+        "tensor_cores AUTO|80": "1", "tensor_cores AUTO|86": "1", "tensor_cores AUTO|53;72;87": "1",
+        "tensor_cores AUTO|75": "0", "tensor_cores AUTO|53;62;72": "0", "tensor_cores ON|75": "1",
+        "tensor_cores OFF|87": "0"}
+    assert lines["resolved"] == "53;72;87"
+    assert lines["gencode"].split(";") == ["-gencode=arch=compute_53,code=sm_53", "-gencode=arch=compute_87,code=sm_87",
+                                           "-gencode=arch=compute_87,code=compute_87"]
