@@ -242,3 +242,17 @@ def test_skip_plugins(tmp_path):
     result = board.run("--skip-plugins")
     assert result.returncode == 0, result.stderr
     assert not any(c.startswith("build_plugins") for c in board.calls())
+
+
+#: an L4T R34.1.1 (JetPack 5.0.1 DP) line in the release-file format, GCID and date made up
+R34_1_1_SYNTHETIC = "# R34 (release), REVISION: 1.1, GCID: 0, BOARD: t186ref, EABI: aarch64, DATE: Mon Jan 1 00:00:00 UTC 2022"
+
+
+def test_l4t_r34_is_the_jetpack_5_line(tmp_path):
+    """L4T 34.1.x is JetPack 5.0 DP / 5.0.1 DP (reference/jetson.md): the JetPack 5 recipe, Python 3.8."""
+    board = Board(tmp_path, R34_1_1_SYNTHETIC, {"python3": "3.8"})
+    result = board.run("--dry-run")
+    assert result.returncode == 0, result.stderr
+    facts = _facts(result)
+    assert facts["l4t"] == "34.1.1" and facts["jetpack"] == "5"
+    assert facts["backend"] == "tensorrt (system bindings)"

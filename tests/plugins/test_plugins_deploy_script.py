@@ -200,3 +200,26 @@ def test_help_and_syntax():
     assert run_command(["bash", "-n", SCRIPT], timeout=30).returncode == 0
     result = run_command(["bash", SCRIPT, "--help"], timeout=30)
     assert result.returncode == 0 and "--dry-run" in result.stdout and "EDGEATTN_SYSROOT" in result.stdout
+
+
+@pytest.mark.parametrize("cuda, ok", [("11.3", False), ("11.4", True), ("10.2", False)])
+def test_orin_needs_cuda_11_4(tmp_path, cuda, ok):
+    """sm_87 (Orin) first appears in CUDA 11.4; one release earlier is refused."""
+    root = make_sysroot(tmp_path / "root", ORIN_RELEASE, ORIN_COMPATIBLE, (8, 5, 2), cuda)
+    result = run_script(["--dry-run"], root)
+    if ok:
+        assert result.returncode == 0, result.output
+        assert facts(result)["cuda_arch"] == "87 (from tegra234)"
+    else:
+        assert result.returncode == 2, result.output
+        assert "Orin needs CUDA >= 11.4" in result.stderr
+
+
+@pytest.mark.parametrize("trt, interface", [
+    ((8, 6, 2), "IPluginV2DynamicExt"), ((9, 3, 0), "IPluginV2DynamicExt"), ((10, 0, 1), "IPluginV3")])
+def test_the_plugin_interface_follows_the_tensorrt_major(tmp_path, trt, interface):
+    """IPluginV3 arrived in TensorRT 10.0 (IPluginV2DynamicExt is deprecated from 10.0 in favour of it)."""
+    root = make_sysroot(tmp_path / "root", ORIN_RELEASE, ORIN_COMPATIBLE, trt, "12.2")
+    result = run_script(["--dry-run"], root)
+    assert result.returncode == 0, result.output
+    assert facts(result)["plugin_interface"] == interface
