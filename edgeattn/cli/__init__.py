@@ -78,8 +78,8 @@ class LazyGroup(click.Group):
         except OSError as error:
             raise EdgeAttnError(describe_os_error(error))
         except KeyboardInterrupt:
-            # click would print "Aborted!" and exit 1, the status `compare` and `build --check` use for "outputs
-            # disagree"; an interrupted command ends like one interrupted outside click (see main), 128 + SIGINT.
+            # click's standalone main would turn it into "Aborted!" and exit 1, the status `compare` and `build
+            # --check` use for "outputs disagree"; an interrupted command exits 128 + SIGINT instead.
             click.echo("edgeattn: interrupted", err=True)
             ctx.exit(130)
 
@@ -103,9 +103,6 @@ def cli():
 def main(argv=None):
     try:
         cli.main(args=argv, prog_name="edgeattn", standalone_mode=True)
-    except KeyboardInterrupt:
-        click.echo("edgeattn: interrupted", err=True)
-        sys.exit(130)
     except OSError as error:  # raised outside a command (e.g. writing the help text to a closed pipe)
         EdgeAttnError(describe_os_error(error)).show()
         sys.exit(EdgeAttnError.exit_code)

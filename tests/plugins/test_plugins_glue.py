@@ -173,14 +173,19 @@ def test_format_combinations_are_linear_fp32_or_fp16_of_one_type(harness_output)
         assert formats["chw2"] == [False] * count, op_type
 
 
-def test_shapes_are_validated_and_workspace_matches_the_c_abi(trt, harness_output, kernels_build):
+def scenario_workspaces(kernels_build):
+    """The C ABI's workspace size for each scenario's shapes (glue_harness.cpp) at batch 3."""
     kernels = kernels_abi.KernelsLibrary(kernels_build["library"])
-    expected_workspace = {
+    return {
         "EdgeAttnBlockifyAttention": kernels.blockify_attention_workspace_size(3, 56, 56, 64, 2, 7),
         "EdgeAttnEfficientAttention": kernels.efficient_attention_workspace_size(3, 3136, 64, 2),
         "EdgeAttnLiteMLA": kernels.lite_mla_workspace_size(3, 96, 14, 14, 16, "quadratic_taylor"),
         "EdgeAttnSoftKernelAttention": kernels.soft_kernel_attention_workspace_size(3, 3136, 49, 64, 2),
     }
+
+
+def test_shapes_are_validated_and_workspace_matches_the_c_abi(trt, harness_output, kernels_build):
+    expected_workspace = scenario_workspaces(kernels_build)
     for op_type, scenario in harness_output["scenarios"].items():
         assert scenario["configure_good"] == 0, op_type
         assert scenario["configure_bad"] == -1, op_type
@@ -381,13 +386,7 @@ def test_output_type_follows_fp32_inputs(harness_output):
 def test_workspace_is_sized_for_the_profile_maximum(trt, harness_output, kernels_build):
     """IPluginV3OneBuild::getWorkspaceSize must cover every shape of the profile: with a dynamic batch (desc -1,
     min 1, opt 2, max 3) it is the workspace of the maximum."""
-    kernels = kernels_abi.KernelsLibrary(kernels_build["library"])
-    expected = {
-        "EdgeAttnBlockifyAttention": kernels.blockify_attention_workspace_size(3, 56, 56, 64, 2, 7),
-        "EdgeAttnEfficientAttention": kernels.efficient_attention_workspace_size(3, 3136, 64, 2),
-        "EdgeAttnLiteMLA": kernels.lite_mla_workspace_size(3, 96, 14, 14, 16, "quadratic_taylor"),
-        "EdgeAttnSoftKernelAttention": kernels.soft_kernel_attention_workspace_size(3, 3136, 49, 64, 2),
-    }
+    expected = scenario_workspaces(kernels_build)
     for op_type, scenario in harness_output["scenarios"].items():
         assert scenario["extra"]["workspace_dynamic_batch"] == expected[op_type], op_type
 

@@ -195,3 +195,17 @@ def test_load_results_errors(tmp_path):
     (tmp_path / "results.json").write_text("{\"schema\": \"other\"}")
     with pytest.raises(EdgeAttnError, match="not an edgeattn sweep result"):
         results.load_results(str(tmp_path))
+
+
+def _keyed_row(repeat, precision="fp32", mode=2):
+    """The fields of a row that identify a measurement for --resume: (model key, mode, requested precision,
+    repeat)."""
+    return {"model_key": "/m/a.onnx", "mode_id": mode, "precision_requested": precision, "repeat": repeat}
+
+
+def test_each_repeat_is_its_own_finished_measurement(tmp_path):
+    store = results.ResultStore(str(tmp_path))
+    store.rows = [_keyed_row(1), _keyed_row(2), _keyed_row(1, "fp16"), _keyed_row(1, mode=0)]
+    assert results.row_key(_keyed_row(3)) == ("/m/a.onnx", 2, "fp32", 3)
+    assert store.done_keys() == {("/m/a.onnx", 2, "fp32", 1), ("/m/a.onnx", 2, "fp32", 2),
+                                 ("/m/a.onnx", 2, "fp16", 1), ("/m/a.onnx", 0, "fp32", 1)}
