@@ -21,7 +21,10 @@ FP32 (PyTorch with TF32 off and on; the edgeattn FP32 kernels never use TF32):
   elfatt_core          Issue 5's target: EFFATT on C/2 + blockify (7x7) on C/2 vs full softmax attention (SDPA,
                        flash) at N = 3136 and 65536, C = 64, 2 heads.
 
-Timing: CUDA events around --iters calls after --warmup, median of --repeats. Each result has latency, TFLOP/s
+Timing: CUDA events around --iters calls after --warmup, median of --repeats; by default the --iters calls are
+captured once into a CUDA graph and the graph's replays are timed (--timing graph: the GPU time alone, without the
+Python/ctypes launch overhead that dominates calls of a few microseconds; each result's "timing" says which mode it
+got, "eager" where a function could not be captured; --timing eager times plain calls). Each result has latency, TFLOP/s
 (FLOPs of the math itself: blockify 4 B h W T^2 d for W windows of T tokens, ...) and GB/s (inputs read once +
 output written once) against the device's peaks: dense FP16 tensor and FP32 FMA throughput from SM count x clock x
 per-SM rate by compute capability (an estimate; --peak-tflops overrides), memory bandwidth from the driver
@@ -113,6 +116,9 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--timing", choices=("graph", "eager"), default="graph",
+                        help="graph (default): replays of a CUDA graph of --iters calls, the GPU time alone; eager: "
+                             "back-to-back calls from Python, launch overhead included")
     parser.add_argument("--peak-tflops", type=float, default=None, help="dense FP16 tensor peak (TFLOP/s)")
     parser.add_argument("--peak-fp32-tflops", type=float, default=None, help="FP32 FMA peak (TFLOP/s)")
     parser.add_argument("--peak-gbps", type=float, default=None, help="memory bandwidth peak (GB/s)")
@@ -255,21 +261,39 @@ def lite_mla_relu_bmm(qkv, head_dim, eps=1e-15):
 
 
 # ---- measurement -----------------------------------------------------------------------------------------------------
-def time_ms(torch, fn, warmup, iters, repeats):
-    """Median over ``repeats`` of the mean per-call time of ``iters`` back-to-back calls (CUDA events)."""
+def time_ms(torch, fn, warmup, iters, repeats, graph=False):
+    """(median over ``repeats`` of the mean per-call time of ``iters`` back-to-back calls, timing mode), with CUDA
+    events. graph=True times replays of a CUDA graph holding the ``iters`` calls: the GPU's time without the
+    Python and ctypes launch overhead (a TensorRT engine launches from C++, or from a CUDA graph with
+    --useCudaGraph). A function that cannot be captured is timed eagerly, and the mode says so."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    mode, call = "eager", None
+    if graph:
+        captured = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(captured):
+                for _ in range(iters):
+                    fn()
+            captured.replay()
+            torch.cuda.synchronize()
+            mode, call = "cuda_graph", captured.replay
+        except Exception:  # noqa: BLE001 -- not capturable (a host sync, an allocation the graph pool refuses)
+            torch.cuda.synchronize()
     runs = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(iters):
-            fn()
+        if call is not None:
+            call()
+        else:
+            for _ in range(iters):
+                fn()
         end.record()
         end.synchronize()
         runs.append(start.elapsed_time(end) / iters)
-    return statistics.median(runs)
+    return statistics.median(runs), mode
 
 
 def _libcuda_attribute(device, attribute):
@@ -297,6 +321,20 @@ def driver_version():
     return None
 
 
+def nvidia_driver_version():
+    """The display driver's version as nvidia-smi prints it (e.g. 580.159.04), through NVML, or None."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if nvml.nvmlInit_v2() != 0:
+            return None
+        buffer = ctypes.create_string_buffer(96)
+        ok = nvml.nvmlSystemGetDriverVersion(buffer, ctypes.c_uint(len(buffer))) == 0
+        nvml.nvmlShutdown()
+        return buffer.value.decode() if ok else None
+    except (OSError, AttributeError):
+        return None
+
+
 def device_report(torch, args):
     index = torch.cuda.current_device()
     properties = torch.cuda.get_device_properties(index)
@@ -322,14 +360,28 @@ class Recorder(object):
         self.device = device
         self.results = []
 
-    def add(self, case, impl, ms, flops, nbytes, dtype, tf32):
+    def measure(self, case, impl, bench, fn, flops, nbytes, dtype, tf32):
+        """Time ``fn`` and record it; a failure (a backend that refuses the shape, a kernel error) is recorded
+        with its message instead of ending the whole run."""
+        try:
+            measured = bench(fn)
+        except Exception as error:  # noqa: BLE001 -- recorded in the JSON, and the run goes on
+            message = "{}: {}".format(type(error).__name__, str(error).strip().splitlines()[0] if str(error) else "")
+            self.results.append(dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=None, flops=flops,
+                                     bytes=nbytes, error=message))
+            sys.stderr.write("{:>22} {} {}: FAILED {}\n".format(case["op"], impl, dtype, message))
+            return
+        ms, timing = measured if isinstance(measured, tuple) else (measured, None)
+        self.add(case, impl, ms, flops, nbytes, dtype, tf32, timing)
+
+    def add(self, case, impl, ms, flops, nbytes, dtype, tf32, timing=None):
         tensor_peak = self.device["peak_fp16_tensor_tflops"]
         fp32_peak = self.device["peak_fp32_tflops"]
         bandwidth_peak = self.device["peak_bandwidth_gbps"]
         tflops = flops / (ms * 1e-3) / 1e12 if ms else None
         gbps = nbytes / (ms * 1e-3) / 1e9 if ms else None
-        entry = dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=ms, flops=flops, bytes=nbytes,
-                     tflops=tflops, gbps=gbps,
+        entry = dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=ms, timing=timing, flops=flops,
+                     bytes=nbytes, tflops=tflops, gbps=gbps,
                      fraction_of_fp16_tensor_peak=tflops / tensor_peak if tflops and tensor_peak else None,
                      fraction_of_fp32_peak=tflops / fp32_peak if tflops and fp32_peak else None,
                      fraction_of_bandwidth_peak=gbps / bandwidth_peak if gbps and bandwidth_peak else None)
@@ -348,7 +400,7 @@ def add_speedups(results):
     for entry in results:
         by_case.setdefault(key(entry), []).append(entry)
     for entries in by_case.values():
-        baselines = [e for e in entries if not e["impl"].startswith("edgeattn")]
+        baselines = [e for e in entries if not e["impl"].startswith("edgeattn") and e["latency_ms"]]
         for entry in entries:
             if entry["impl"].startswith("edgeattn") and entry["latency_ms"]:
                 for baseline in baselines:
@@ -358,51 +410,75 @@ def add_speedups(results):
     return results
 
 
-def evaluate_targets(results):
-    """The issue's targets over the measured results: each value is {"met": bool, ...} or None when not measured."""
-    def fp16_batch64(entry):
-        return entry["dtype"] == "float16" and entry["batch"] == 64 and entry["impl"].startswith("edgeattn")
+def faster_paths(results):
+    """Per case, the edgeattn entry of the faster kernel path (scalar or tensor-core): the path a deployment
+    should run (EDGEATTN_KERNEL_PATH picks it). Failed measurements take no part."""
+    def key(entry):
+        return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
 
     best = {}
     for entry in results:
-        if fp16_batch64(entry) and entry.get("speedup_vs_best_pytorch") is not None and entry["op"] != "elfatt_core":
-            case = (entry["op"], entry.get("resolution"), entry.get("stage"))
-            best[case] = max(best.get(case, 0.0), entry["speedup_vs_best_pytorch"])
+        if entry["impl"].startswith("edgeattn") and entry.get("latency_ms"):
+            current = best.get(key(entry))
+            if current is None or entry["latency_ms"] < current["latency_ms"]:
+                best[key(entry)] = entry
+    return list(best.values())
+
+
+def evaluate_targets(results):
+    """The issue's targets over the measured results, each case judged by its faster kernel path: each value is
+    {"met": bool, ...} or None when not measured."""
+    faster = [e for e in faster_paths(results) if e["dtype"] == "float16"]
+    batch64 = [e for e in faster if e["batch"] == 64 and e["op"] != "elfatt_core"]
+
+    def case(entry):
+        return [entry["op"], entry.get("resolution"), entry.get("stage"), entry["impl"]]
+
+    speedups = [e for e in batch64 if e.get("speedup_vs_best_pytorch") is not None]
     speedup = None
-    if best:
-        worst_case = min(best, key=best.get)
-        speedup = {"met": best[worst_case] >= TARGETS["min_speedup_fp16_batch64"], "worst": best[worst_case],
-                   "worst_case": list(worst_case), "target": TARGETS["min_speedup_fp16_batch64"]}
-    fractions = [e["fraction_of_fp16_tensor_peak"] for e in results
-                 if fp16_batch64(e) and e["op"] == "blockify_attention" and e.get("resolution") == 512
-                 and e["fraction_of_fp16_tensor_peak"] is not None]
-    blockify = {"met": min(fractions) >= TARGETS["blockify_tensor_fraction_512_batch64"], "lowest": min(fractions),
-                "target": TARGETS["blockify_tensor_fraction_512_batch64"]} if fractions else None
-    bandwidth = [e["fraction_of_bandwidth_peak"] for e in results
-                 if fp16_batch64(e) and e["op"] in ("efficient_attention", "lite_mla", "lite_mla_qt")
-                 and e["fraction_of_bandwidth_peak"] is not None]
-    linear = {"met": min(bandwidth) >= TARGETS["linear_bandwidth_fraction"], "lowest": min(bandwidth),
-              "target": TARGETS["linear_bandwidth_fraction"]} if bandwidth else None
+    if speedups:
+        worst = min(speedups, key=lambda e: e["speedup_vs_best_pytorch"])
+        speedup = {"met": worst["speedup_vs_best_pytorch"] >= TARGETS["min_speedup_fp16_batch64"],
+                   "worst": worst["speedup_vs_best_pytorch"], "worst_case": case(worst),
+                   "target": TARGETS["min_speedup_fp16_batch64"]}
+
+    def lowest(entries, field, target):
+        entries = [e for e in entries if e.get(field) is not None]
+        if not entries:
+            return None
+        worst = min(entries, key=lambda e: e[field])
+        return {"met": worst[field] >= target, "lowest": worst[field], "lowest_case": case(worst), "target": target}
+
+    blockify = lowest([e for e in batch64 if e["op"] == "blockify_attention" and e.get("resolution") == 512],
+                      "fraction_of_fp16_tensor_peak", TARGETS["blockify_tensor_fraction_512_batch64"])
+    linear = lowest([e for e in batch64 if e["op"] in ("efficient_attention", "lite_mla", "lite_mla_qt")],
+                    "fraction_of_bandwidth_peak", TARGETS["linear_bandwidth_fraction"])
     core = {}
     for tokens, target in TARGETS["elfatt_core_speedup"].items():
-        ratios = [e["speedup_vs_sdpa_flash"] for e in results if e["op"] == "elfatt_core" and e["tokens"] == tokens
-                  and e["dtype"] == "float16" and e.get("speedup_vs_sdpa_flash") is not None]
+        ratios = [e["speedup_vs_sdpa_flash"] for e in faster if e["op"] == "elfatt_core" and e["tokens"] == tokens
+                  and e.get("speedup_vs_sdpa_flash") is not None]
         core[str(tokens)] = {"met": max(ratios) >= target, "speedup": max(ratios), "target": target} if ratios else None
     return {"kernels_vs_pytorch_fp16_batch64": speedup, "blockify_tensor_peak_512_batch64": blockify,
             "linear_passes_bandwidth_fp16_batch64": linear, "elfatt_core_vs_sdpa": core,
-            "note": "targets are set for an H100 (issue 12 item 4, issue 5)"}
+            "note": "targets are set for an H100 (issue 12 item 4, issue 5); each case is judged by its faster "
+                    "kernel path"}
 
 
 # ---- the runs --------------------------------------------------------------------------------------------------------
-def run(args, torch, kernels, device):
+def run(args, torch, kernels, device, on_progress=None):
+    """Every selected case; ``on_progress(results)`` after each stage and each ELFATT-core run, so a run stopped
+    by a time limit still leaves what it measured."""
     from torch.nn.attention import SDPBackend
 
     from edgeattn.ops.litemla import lite_mla_attention
     from edgeattn.ops.soft import soft_kernel_attention
 
-    stream = torch.cuda.current_stream().cuda_stream
+    def stream():
+        # read at every launch: during CUDA-graph capture torch's current stream is the capturing one
+        return torch.cuda.current_stream().cuda_stream
+
     recorder = Recorder(device)
-    bench = lambda fn: time_ms(torch, fn, args.warmup, args.iters, args.repeats)  # noqa: E731
+    bench = lambda fn: time_ms(torch, fn, args.warmup, args.iters, args.repeats, args.timing == "graph")  # noqa: E731
     capability = torch.cuda.get_device_capability()
 
     def variants(dtype_name):
@@ -427,9 +503,13 @@ def run(args, torch, kernels, device):
                         _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtype, dtype_name,
                                    element, tf32, edgeattn_paths(dtype_name), SDPBackend, lite_mla_attention,
                                    soft_kernel_attention)
+                        if on_progress:
+                            on_progress(add_speedups(recorder.results))
             if "elfatt_core" in args.ops:
                 _run_elfatt_core(args, torch, kernels, recorder, bench, stream, dtype, dtype_name, element, tf32,
                                  edgeattn_paths(dtype_name), SDPBackend)
+                if on_progress:
+                    on_progress(add_speedups(recorder.results))
     kernels.set_kernel_path("auto")
     return add_speedups(recorder.results)
 
@@ -443,7 +523,7 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
     def edgeattn(case, launch, flops, nbytes):
         for path in paths:
             kernels.set_kernel_path(path)
-            recorder.add(case, "edgeattn_" + path, bench(launch), flops, nbytes, dtype_name, tf32)
+            recorder.measure(case, "edgeattn_" + path, bench, launch, flops, nbytes, dtype_name, tf32)
 
     if "blockify_attention" in args.ops:
         c, h, ws = stage["branch_channels"], stage["branch_heads"], stage["window"]
@@ -453,14 +533,14 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         flops, nbytes = blockify_flops(batch, side, c, h, ws), token_bytes(batch, n, c, element)
         edgeattn(case, lambda: kernels.blockify_attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
                                                           batch, side, side, c, h, ws, padding="zeros",
-                                                          dtype=dtype_name, stream=stream), flops, nbytes)
+                                                          dtype=dtype_name, stream=stream()), flops, nbytes)
         backends = [("sdpa_flash", SDPBackend.FLASH_ATTENTION)] if dtype_name == "float16" else []
         backends += [("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
         backends += [("sdpa_math", SDPBackend.MATH)] if dtype_name == "float32" else []
         for name, backend in backends:
-            recorder.add(case, name, bench(lambda backend=backend: blockify_sdpa(q, k, v, h, side, side, ws,
-                                                                                  backend)),
-                         flops, nbytes, dtype_name, tf32)
+            recorder.measure(case, name, bench, lambda backend=backend: blockify_sdpa(q, k, v, h, side, side, ws,
+                                                                                      backend),
+                             flops, nbytes, dtype_name, tf32)
         del q, k, v, out
 
     if "efficient_attention" in args.ops:
@@ -473,8 +553,9 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         flops, nbytes = efficient_flops(batch, n, c, h), token_bytes(batch, n, c, element)
         edgeattn(case, lambda: kernels.efficient_attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
                                                            batch, n, c, h, workspace.data_ptr(), workspace.numel(),
-                                                           dtype=dtype_name, stream=stream), flops, nbytes)
-        recorder.add(case, "cublas_bmm", bench(lambda: efficient_bmm(q, k, v, h)), flops, nbytes, dtype_name, tf32)
+                                                           dtype=dtype_name, stream=stream()), flops, nbytes)
+        recorder.measure(case, "cublas_bmm", bench, lambda: efficient_bmm(q, k, v, h), flops, nbytes, dtype_name,
+                         tf32)
         del q, k, v, out, workspace
 
     for op, kernel in (("lite_mla", "relu"), ("lite_mla_qt", "quadratic_taylor")):
@@ -489,14 +570,14 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         flops, nbytes = lite_mla_flops(batch, n, c, d), token_bytes(batch, n, c, element)
         edgeattn(case, lambda: kernels.lite_mla(qkv.data_ptr(), out.data_ptr(), batch, 3 * c, side, side, d,
                                                 workspace.data_ptr(), workspace.numel(), kernel=kernel, eps=1e-15,
-                                                dtype=dtype_name, stream=stream), flops, nbytes)
+                                                dtype=dtype_name, stream=stream()), flops, nbytes)
         if kernel == "relu":
-            recorder.add(case, "cublas_bmm", bench(lambda: lite_mla_relu_bmm(qkv, d)), flops, nbytes, dtype_name,
-                         tf32)
+            recorder.measure(case, "cublas_bmm", bench, lambda: lite_mla_relu_bmm(qkv, d), flops, nbytes, dtype_name,
+                             tf32)
         else:
-            recorder.add(case, "torch_reference", bench(lambda: lite_mla_attention(qkv, head_dim=d, kernel=kernel,
-                                                                                  eps=1e-15)),
-                         flops, nbytes, dtype_name, tf32)
+            recorder.measure(case, "torch_reference", bench, lambda: lite_mla_attention(qkv, head_dim=d, kernel=kernel,
+                                                                                       eps=1e-15),
+                             flops, nbytes, dtype_name, tf32)
         del qkv, out, workspace
 
     if "soft_kernel_attention" in args.ops:
@@ -514,10 +595,10 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         edgeattn(case, lambda: kernels.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(),
                                                              out.data_ptr(), batch, n, m, c, h, workspace.data_ptr(),
                                                              workspace.numel(), newton_iters=SOFT_NEWTON_ITERS,
-                                                             dtype=dtype_name, stream=stream), flops, nbytes)
-        recorder.add(case, "torch_reference", bench(lambda: soft_kernel_attention(q, landmarks, v, num_heads=h,
-                                                                                 newton_iters=SOFT_NEWTON_ITERS)),
-                     flops, nbytes, dtype_name, tf32)
+                                                             dtype=dtype_name, stream=stream()), flops, nbytes)
+        recorder.measure(case, "torch_reference", bench, lambda: soft_kernel_attention(q, landmarks, v, num_heads=h,
+                                                                                      newton_iters=SOFT_NEWTON_ITERS),
+                         flops, nbytes, dtype_name, tf32)
         del q, landmarks, v, out, workspace
     torch.cuda.empty_cache()
 
@@ -542,14 +623,14 @@ def _run_elfatt_core(args, torch, kernels, recorder, bench, stream, dtype, dtype
 
         def elfatt():
             kernels.efficient_attention(qg.data_ptr(), kg.data_ptr(), vg.data_ptr(), og.data_ptr(), 1, n, half, 1,
-                                        workspace.data_ptr(), workspace.numel(), dtype=dtype_name, stream=stream)
+                                        workspace.data_ptr(), workspace.numel(), dtype=dtype_name, stream=stream())
             kernels.blockify_attention(ql.data_ptr(), kl.data_ptr(), vl.data_ptr(), ol.data_ptr(), 1, side, side,
-                                       half, 1, ws, padding=padding, dtype=dtype_name, stream=stream)
+                                       half, 1, ws, padding=padding, dtype=dtype_name, stream=stream())
 
         for path in paths:
             kernels.set_kernel_path(path)
-            recorder.add(case, "edgeattn_" + path, bench(elfatt), flops, token_bytes(1, n, c, element), dtype_name,
-                         tf32)
+            recorder.measure(case, "edgeattn_" + path, bench, elfatt, flops, token_bytes(1, n, c, element),
+                             dtype_name, tf32)
         qh, kh, vh = (t.view(1, n, h, d).transpose(1, 2).contiguous() for t in (q, k, v))
         backend = SDPBackend.FLASH_ATTENTION if dtype_name == "float16" else SDPBackend.EFFICIENT_ATTENTION
         name = "sdpa_flash" if dtype_name == "float16" else "sdpa_efficient"
@@ -558,7 +639,8 @@ def _run_elfatt_core(args, torch, kernels, recorder, bench, stream, dtype, dtype
         def sdpa():
             with sdpa_kernel(backend):
                 F.scaled_dot_product_attention(qh, kh, vh)
-        recorder.add(case, name, bench(sdpa), 4.0 * h * n * n * d, token_bytes(1, n, c, element), dtype_name, tf32)
+        recorder.measure(case, name, bench, sdpa, 4.0 * h * n * n * d, token_bytes(1, n, c, element), dtype_name,
+                         tf32)
         del q, k, v, qg, kg, vg, ql, kl, vl, og, ol, qh, kh, vh, workspace
         torch.cuda.empty_cache()
 
@@ -578,32 +660,43 @@ def main(argv=None):
         except EdgeAttnError as error:
             raise UsageError(str(error))
         device = device_report(torch, args)
-        results = run(args, torch, kernels, device)
+
+        def write(results, complete):
+            text = json.dumps(build_report(args, torch, kernels, device, results, complete), indent=2) + "\n"
+            if args.out:
+                from edgeattn._io import atomic_write
+
+                with atomic_write(args.out, "w") as handle:
+                    handle.write(text)
+            elif complete:
+                sys.stdout.write(text)
+
+        results = run(args, torch, kernels, device, on_progress=lambda partial: write(partial, False))
     except UsageError as error:
         sys.stderr.write("{}: error: {}\n".format(PROGRAM, error))
         return 2
-    report = {
+    write(results, True)
+    return 0
+
+
+def build_report(args, torch, kernels, device, results, complete):
+    """The JSON document; ``complete`` is False while cases remain (the file is rewritten after every stage)."""
+    return {
         "schema": "edgeattn.kernels_gpu/2",
         "created_utc": datetime.datetime.utcnow().isoformat() + "Z",
+        "complete": complete,
         "device": device,
         "software": {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
                      "cudnn": torch.backends.cudnn.version(), "driver": driver_version(),
+                     "nvidia_driver": nvidia_driver_version(),
                      "kernels_library": kernels.path, "kernels_build_info": kernels.build_info()},
         "config": {"resolutions": list(args.resolutions), "batches": list(args.batches), "ops": list(args.ops),
                    "dtypes": list(args.dtypes), "warmup": args.warmup, "iters": args.iters, "repeats": args.repeats,
+                   "timing": args.timing,
                    "lite_mla_head_dim": LITE_MLA_HEAD_DIM, "soft_newton_iters": SOFT_NEWTON_ITERS},
         "results": results,
         "targets": evaluate_targets(results),
     }
-    text = json.dumps(report, indent=2) + "\n"
-    if args.out:
-        from edgeattn._io import atomic_write
-
-        with atomic_write(args.out, "w") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
 
 
 if __name__ == "__main__":

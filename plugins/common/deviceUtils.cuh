@@ -126,9 +126,11 @@ __device__ __forceinline__ float blockReduceMax(float value, float* scratch)
         scratch[warp] = value;
     }
     __syncthreads();
-    value = lane < nbWarps ? scratch[lane] : -INFINITY;
+    // Only warp 0 reads the partials: another warp reading scratch[0] would race with lane 0's write below
+    // (compute-sanitizer racecheck on an H200 reported exactly that, harmless only because those reads were unused).
     if (warp == 0)
     {
+        value = lane < nbWarps ? scratch[lane] : -INFINITY;
         value = warpReduceMax(value);
         if (lane == 0)
         {

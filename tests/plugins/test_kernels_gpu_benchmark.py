@@ -127,12 +127,18 @@ def _entry(op, impl, ms, dtype="float16", batch=64, resolution=512, stage=1, **e
 
 
 def test_speedups_and_targets_from_results(bench):
+    """Each case is judged by its faster kernel path (the one a deployment runs): the slower path of a case can
+    neither fail a target nor pass one."""
     results = bench.add_speedups([
         _entry("blockify_attention", "edgeattn_tensor_core", 1.0, fraction_of_fp16_tensor_peak=0.3),
         _entry("blockify_attention", "edgeattn_scalar", 4.0, fraction_of_fp16_tensor_peak=0.075),
         _entry("blockify_attention", "sdpa_flash", 1.5),
         _entry("blockify_attention", "sdpa_efficient", 2.0),
+        _entry("blockify_attention", "edgeattn_tensor_core", 2.0, stage=3, fraction_of_fp16_tensor_peak=0.2),
+        _entry("blockify_attention", "edgeattn_scalar", 1.0, stage=3, fraction_of_fp16_tensor_peak=0.1),
+        _entry("blockify_attention", "sdpa_flash", 0.5, stage=3),
         _entry("efficient_attention", "edgeattn_scalar", 2.0, fraction_of_bandwidth_peak=0.5),
+        _entry("efficient_attention", "edgeattn_tensor_core", 2.5, fraction_of_bandwidth_peak=0.9),
         _entry("efficient_attention", "cublas_bmm", 1.0),
         _entry("elfatt_core", "edgeattn_tensor_core", 1.0, batch=1, resolution=None, stage=None, tokens=3136),
         _entry("elfatt_core", "sdpa_flash", 2.5, batch=1, resolution=None, stage=None, tokens=3136),
@@ -142,8 +148,13 @@ def test_speedups_and_targets_from_results(bench):
     assert "speedup_vs_edgeattn_scalar" not in tensor_core
     targets = bench.evaluate_targets(results)
     speedup = targets["kernels_vs_pytorch_fp16_batch64"]
-    assert not speedup["met"] and speedup["worst"] == 0.5 and speedup["worst_case"][0] == "efficient_attention"
-    assert targets["blockify_tensor_peak_512_batch64"] == {"met": False, "lowest": 0.075, "target": 0.25}
+    assert not speedup["met"] and speedup["worst"] == 0.5
+    assert speedup["worst_case"] == ["blockify_attention", 512, 3, "edgeattn_scalar"]
+    # stage 1's faster path (tensor cores) reaches 0.3; stage 3's faster path (scalar, 1.0 ms) only 0.1
+    assert targets["blockify_tensor_peak_512_batch64"] == {
+        "met": False, "lowest": 0.1, "lowest_case": ["blockify_attention", 512, 3, "edgeattn_scalar"], "target": 0.25}
+    # the faster EFFATT path (scalar, 2.0 ms) reaches 0.5 of the bandwidth: the slower path's 0.9 does not count
+    assert targets["linear_passes_bandwidth_fp16_batch64"]["lowest"] == 0.5
     assert targets["linear_passes_bandwidth_fp16_batch64"]["met"] is False
     assert targets["elfatt_core_vs_sdpa"]["3136"] == {"met": True, "speedup": 2.5, "target": 2.0}
     assert targets["elfatt_core_vs_sdpa"]["65536"] is None
@@ -184,3 +195,184 @@ def test_lite_mla_relu_bmm_is_the_lite_mla_op(bench):
     expected = lite_mla_attention(qkv, head_dim=16, kernel="relu", eps=1e-15)
     got = bench.lite_mla_relu_bmm(qkv, 16, eps=1e-15)
     assert torch.allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_a_failed_measurement_is_recorded_and_never_a_baseline(bench):
+    """A backend that refuses a shape (SDPA's 'No available kernel') leaves an entry with its error, takes no part
+    in the speedups, and the run goes on."""
+    recorder = bench.Recorder({"peak_fp16_tensor_tflops": 100.0, "peak_fp32_tflops": 10.0,
+                               "peak_bandwidth_gbps": 1000.0})
+    case = {"op": "blockify_attention", "resolution": 512, "stage": 1, "batch": 64, "tokens": 16384}
+
+    def refuse():
+        raise RuntimeError("No available kernel. Aborting execution.\nmore detail")
+
+    recorder.measure(case, "sdpa_flash", lambda fn: fn(), refuse, 8e9, 1e6, "float16", False)
+    recorder.measure(case, "sdpa_efficient", lambda fn: 4.0, None, 8e9, 1e6, "float16", False)
+    recorder.measure(case, "edgeattn_tensor_core", lambda fn: 2.0, None, 8e9, 1e6, "float16", False)
+    failed, efficient, ours = bench.add_speedups(recorder.results)
+    assert failed["latency_ms"] is None and failed["error"] == "RuntimeError: No available kernel. Aborting execution."
+    assert ours["speedup_vs_best_pytorch"] == 2.0 and ours["speedup_vs_sdpa_efficient"] == 2.0
+    assert "speedup_vs_sdpa_flash" not in ours
+    assert bench.evaluate_targets(recorder.results)["blockify_tensor_peak_512_batch64"]["lowest"] == \
+        pytest.approx(8e9 / 2e-3 / 1e12 / 100.0)
+    assert [e["impl"] for e in bench.faster_paths(recorder.results)] == ["edgeattn_tensor_core"]
+
+
+def test_a_stopped_run_leaves_the_stages_it_finished(bench, monkeypatch, tmp_path):
+    """The JSON is rewritten after every stage with complete=false, so a run killed by a time limit keeps what it
+    measured; the finished run rewrites it with complete=true."""
+    torch = pytest.importorskip("torch")
+    from edgeattn.plugins import kernels_abi
+
+    class FakeKernels(object):
+        path = "/fake/libedgeattn_kernels.so"
+
+        def __init__(self, library):
+            pass
+
+        def build_info(self):
+            return "fake"
+
+    out = tmp_path / "kernels.json"
+    seen = []
+
+    def fake_run(args, torch_module, kernels, device, on_progress=None):
+        first = [_entry("efficient_attention", "edgeattn_scalar", 2.0),
+                 _entry("efficient_attention", "cublas_bmm", 1.0)]
+        on_progress(bench.add_speedups(first))
+        seen.append(json.loads(out.read_text()))
+        return bench.add_speedups(first + [_entry("lite_mla", "edgeattn_scalar", 1.0),
+                                           _entry("lite_mla", "cublas_bmm", 3.0)])
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(kernels_abi, "KernelsLibrary", FakeKernels)
+    monkeypatch.setattr(bench, "device_report", lambda torch_module, args: {"name": "fake"})
+    monkeypatch.setattr(bench, "run", fake_run)
+    assert bench.main(["--json", str(out)]) == 0
+    partial, final = seen[0], json.loads(out.read_text())
+    assert partial["complete"] is False and len(partial["results"]) == 2
+    assert final["complete"] is True and len(final["results"]) == 4
+    assert final["results"][2]["speedup_vs_cublas_bmm"] == 3.0
+
+
+class _FakeCuda(object):
+    """torch.cuda as time_ms uses it, on a fake GPU clock: an eager call costs 2 ms, a call replayed from a CUDA
+    graph 1 ms (the launch overhead a graph removes); ``capturable=False`` makes capture fail like a host sync."""
+
+    def __init__(self, capturable):
+        self.clock = 0.0
+        self.capturable = capturable
+        self.capturing = False
+        self.captured_calls = 0
+        cuda = self
+
+        class Event(object):
+            def __init__(self, enable_timing=False):
+                self.time = None
+
+            def record(self):
+                self.time = cuda.clock
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                return end.time - self.time
+
+        class CUDAGraph(object):
+            def replay(self):
+                cuda.clock += 1.0 * cuda.captured_calls
+
+        class graph(object):
+            def __init__(self, captured):
+                pass
+
+            def __enter__(self):
+                cuda.capturing = True
+
+            def __exit__(self, *exc):
+                cuda.capturing = False
+                return False
+
+        self.Event, self.CUDAGraph, self.graph = Event, CUDAGraph, graph
+
+    def synchronize(self):
+        pass
+
+    def call(self):
+        if self.capturing:
+            if not self.capturable:
+                raise RuntimeError("operation not permitted when stream is capturing")
+            self.captured_calls += 1
+        else:
+            self.clock += 2.0
+
+
+@pytest.mark.parametrize("capturable, expected", [(True, (1.0, "cuda_graph")), (False, (2.0, "eager"))])
+def test_graph_timing_times_replays_and_falls_back_to_eager(bench, capturable, expected):
+    cuda = _FakeCuda(capturable)
+    fake_torch = type("FakeTorch", (), {"cuda": cuda})
+    assert bench.time_ms(fake_torch, cuda.call, warmup=2, iters=5, repeats=3, graph=True) == expected
+    assert cuda.captured_calls == (5 if capturable else 0)
+    assert bench.time_ms(fake_torch, cuda.call, warmup=0, iters=5, repeats=3, graph=False) == (2.0, "eager")
+
+
+SUMMARY = os.path.join(REPO_ROOT, "benchmarks", "kernels_gpu_summary.py")
+
+
+def _report(bench, name, results, timing=None, complete=True):
+    config = {"dtypes": ["float16"]}
+    if timing:
+        config["timing"] = timing
+    return {"schema": "edgeattn.kernels_gpu/2", "created_utc": "2026-11-26T06:1{}:00Z".format(len(results)),
+            "complete": complete, "device": {"name": name}, "software": {"torch": "x"}, "config": config,
+            "results": bench.add_speedups(results), "targets": {}}
+
+
+def test_merged_runs_keep_their_timing_and_judge_targets_over_all_results(bench, tmp_path):
+    """Runs split to fit a lease merge into one report: entries of runs from before --timing say "eager", the
+    targets are evaluated over every run's results, a different GPU or an unreadable report is refused."""
+    graph = _report(bench, "NVIDIA H200", [
+        _entry("elfatt_core", "edgeattn_scalar", 1.0, batch=1, resolution=None, stage=None, tokens=65536,
+               timing="cuda_graph"),
+        _entry("elfatt_core", "sdpa_flash", 12.0, batch=1, resolution=None, stage=None, tokens=65536,
+               timing="cuda_graph")], timing="graph")
+    eager = _report(bench, "NVIDIA H200", [_entry("lite_mla", "edgeattn_scalar", 1.0),
+                                           _entry("lite_mla", "cublas_bmm", 0.5)], complete=False)
+    paths = []
+    for index, report in enumerate((graph, eager)):
+        paths.append(tmp_path / "run{}.json".format(index))
+        paths[-1].write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    result = run_command([sys.executable, SUMMARY, "--merge", str(out), "--note", "two runs"] + list(map(str, paths)),
+                         timeout=120)
+    assert result.returncode == 0, result.output[-2000:]
+    merged = json.loads(out.read_text())
+    assert [e["timing"] for e in merged["results"]] == ["cuda_graph", "cuda_graph", "eager", "eager"]
+    assert merged["complete"] is False and merged["note"] == "two runs" and len(merged["runs"]) == 2
+    assert merged["targets"]["elfatt_core_vs_sdpa"]["65536"] == {"met": True, "speedup": 12.0, "target": 10.0}
+    assert merged["targets"]["kernels_vs_pytorch_fp16_batch64"]["worst"] == 0.5
+
+    paths[1].write_text(json.dumps(_report(bench, "NVIDIA H100 80GB HBM3", eager["results"])))
+    refused = run_command([sys.executable, SUMMARY, "--merge", str(tmp_path / "other.json")] + list(map(str, paths)),
+                          timeout=120)
+    assert refused.returncode == 2 and "different GPUs" in refused.stderr and not (tmp_path / "other.json").exists()
+    paths[1].write_text("{not json")
+    refused = run_command([sys.executable, SUMMARY, "--merge", str(tmp_path / "other.json")] + list(map(str, paths)),
+                          timeout=120)
+    assert refused.returncode == 2 and "every report readable" in refused.stderr
+    assert not (tmp_path / "other.json").exists()
+
+
+def test_summary_tables_show_the_faster_path_against_the_fastest_pytorch(bench, tmp_path):
+    report = _report(bench, "NVIDIA H200", [
+        _entry("blockify_attention", "edgeattn_scalar", 2.0),
+        _entry("blockify_attention", "edgeattn_tensor_core", 1.0),
+        _entry("blockify_attention", "sdpa_flash", 0.5), _entry("blockify_attention", "sdpa_efficient", 4.0)])
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(report))
+    result = run_command([sys.executable, SUMMARY, str(path)], timeout=120)
+    assert result.returncode == 0, result.output[-2000:]
+    row = [line for line in result.stdout.splitlines() if line.startswith("| blockify_attention | float16 | 512")]
+    assert len(row) == 1 and "1.0000 (tensor_core) | 0.5000 (sdpa_flash) | 0.50x" in row[0], result.stdout

@@ -86,14 +86,17 @@ def device_tensor(shape, dtype, scale=1.0, misaligned=False, seed=0):
 
 
 def empty_like(reference, misaligned=False):
+    """An output buffer poisoned with NaN: the caching allocator hands a test the block the previous test (same
+    shape, same inputs, the other kernel path) left its correct answer in, so an unwritten element would pass."""
     if not misaligned:
-        return torch.empty_like(reference)
-    storage = torch.empty(reference.numel() + 1, dtype=reference.dtype, device="cuda")
+        return torch.full_like(reference, float("nan"))
+    storage = torch.full((reference.numel() + 1,), float("nan"), dtype=reference.dtype, device="cuda")
     return storage[1:].view(*reference.shape)
 
 
 def workspace(nbytes):
-    return torch.empty(max(int(nbytes), 1), dtype=torch.uint8, device="cuda")
+    """Workspace filled with 0xFF bytes (NaN in FP16 and FP32), as TensorRT hands it over: never zeroed."""
+    return torch.full((max(int(nbytes), 1),), 255, dtype=torch.uint8, device="cuda")
 
 
 def stream():
@@ -227,9 +230,7 @@ def test_efficient_attention_edge_cases(kernels, kernel_path, dtype, path, token
 # ---- LiteMLA ---------------------------------------------------------------------------------------------------------
 def run_lite_mla(kernels, qkv, head_dim, kernel, eps, alpha, beta, gamma, misaligned=False):
     b, c, h, w = qkv.shape
-    out = torch.empty(b, c // 3, h, w, dtype=qkv.dtype, device="cuda")
-    if misaligned:
-        out = empty_like(out, True)
+    out = empty_like(torch.empty(b, c // 3, h, w, dtype=qkv.dtype, device="cuda"), misaligned)
     nbytes = kernels.lite_mla_workspace_size(b, c, h, w, head_dim, kernel)
     ws = workspace(nbytes)
     kernels.lite_mla(qkv.data_ptr(), out.data_ptr(), b, c, h, w, head_dim, ws.data_ptr(), nbytes, kernel=kernel,
@@ -334,6 +335,51 @@ def test_soft_kernel_attention_edge_cases(kernels, kernel_path, dtype, path, m, 
         return soft_kernel_attention(q_, l_, v_, num_heads=heads, newton_iters=iters, symmetric_norm=symmetric)
 
     check(out, reference, [q, landmarks, v], dtype, "soft edge M={} {}".format(m, dtype))
+
+
+@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+def test_every_kernel_runs_inside_a_cuda_graph(kernels, kernel_path, dtype, path):
+    """TensorRT calls enqueue while a CUDA graph is being captured (trtexec --useCudaGraph, IExecutionContext in a
+    captured stream): each op launched during capture must record, not run or fail, and the graph replayed on new
+    input values (same buffers) must give the reference answer for those values."""
+    kernel_path(path)
+    h, w, c, heads = 14, 10, 64, 2  # a 14x10 map: blockify pads the width to 14
+    q, k, v = (device_tensor((2, h * w, c), dtype, seed=90 + i) for i in range(3))
+    lepe_w = device_tensor((c, 1, 3, 3), dtype, scale=0.3, seed=93)
+    lepe_b = device_tensor((c,), dtype, scale=0.1, seed=94)
+    qkv = device_tensor((2, 6 * 32, h, w), dtype, seed=95)
+    landmarks = device_tensor((2, 49, c), dtype, scale=(c // heads) ** -0.25, seed=96)
+    q_soft = device_tensor((2, h * w, c), dtype, scale=(c // heads) ** -0.25, seed=97)
+    launches = {
+        "blockify": lambda: run_blockify(kernels, q, k, v, lepe_w, lepe_b, h, w, heads, 7, 0.0, "zeros"),
+        "effatt": lambda: run_efficient(kernels, q, k, v, heads),
+        "litemla": lambda: run_lite_mla(kernels, qkv, 32, "relu", 1e-15, (1.0,), (1.0,), (1.0,)),
+        "soft": lambda: run_soft(kernels, q_soft, landmarks, v, heads, 20, True),
+    }
+    references = {
+        "blockify": (lambda q_, k_, v_, w_, b_: blockify_attention(
+            q_, k_, v_, num_heads=heads, height=h, width=w, window_size=7, scale=None, lepe_weight=w_, lepe_bias=b_,
+            padding="zeros"), [q, k, v, lepe_w, lepe_b]),
+        "effatt": (lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=heads), [q, k, v]),
+        "litemla": (lambda qkv_: lite_mla_attention(qkv_, head_dim=32, kernel="relu", eps=1e-15, qt_alpha=(1.0,),
+                                                    qt_beta=(1.0,), qt_gamma=(1.0,)), [qkv]),
+        "soft": (lambda q_, l_, v_: soft_kernel_attention(q_, l_, v_, num_heads=heads, newton_iters=20,
+                                                          symmetric_norm=True), [q_soft, landmarks, v]),
+    }
+    for name, launch in launches.items():
+        launch()  # the first launch outside capture: the library's one-time device queries
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = {name: launch() for name, launch in launches.items()}
+    assert kernels.last_error() == "", kernels.last_error()
+    generator = torch.Generator(device="cpu").manual_seed(99)
+    for tensor in (q, k, v, qkv, landmarks, q_soft):  # new values in the captured buffers
+        tensor.copy_((torch.randn(tensor.shape, generator=generator, dtype=torch.float64) *
+                      tensor.float().std().item()).to(dtype))
+    graph.replay()
+    for name, (reference, inputs) in references.items():
+        check(outputs[name], reference, inputs, dtype, "{} replayed from a CUDA graph {} {}".format(name, dtype, path))
 
 
 @pytest.mark.parametrize("path, expected, absent", [("scalar", "blockifyAttentionKernel", "blockifyMmaKernel"),
