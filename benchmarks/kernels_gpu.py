@@ -391,14 +391,16 @@ class Recorder(object):
                                      dtype, str(tf32), impl, ms, tflops or 0.0, gbps or 0.0))
 
 
+def case_key(entry):
+    """What makes two results the same case (implementations of one case are compared with each other)."""
+    return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
+
+
 def add_speedups(results):
     """Each edgeattn result gets speedup_vs_<impl> = that impl's latency / its own, for the same case."""
-    def key(entry):
-        return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
-
     by_case = {}
     for entry in results:
-        by_case.setdefault(key(entry), []).append(entry)
+        by_case.setdefault(case_key(entry), []).append(entry)
     for entries in by_case.values():
         baselines = [e for e in entries if not e["impl"].startswith("edgeattn") and e["latency_ms"]]
         for entry in entries:
@@ -413,15 +415,12 @@ def add_speedups(results):
 def faster_paths(results):
     """Per case, the edgeattn entry of the faster kernel path (scalar or tensor-core): the path a deployment
     should run (EDGEATTN_KERNEL_PATH picks it). Failed measurements take no part."""
-    def key(entry):
-        return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
-
     best = {}
     for entry in results:
         if entry["impl"].startswith("edgeattn") and entry.get("latency_ms"):
-            current = best.get(key(entry))
+            current = best.get(case_key(entry))
             if current is None or entry["latency_ms"] < current["latency_ms"]:
-                best[key(entry)] = entry
+                best[case_key(entry)] = entry
     return list(best.values())
 
 
