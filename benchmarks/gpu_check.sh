@@ -18,11 +18,6 @@
 set -u
 OUT=${1:?usage: benchmarks/gpu_check.sh OUT_DIR [LIBRARY]}
 LIBRARY=${2:-}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd)
-LOGS=$OUT/logs
-cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 PY=${PYTHON:-python3}
 TESTS=tests/plugins/test_plugins_kernels_gpu.py
 # racecheck/synccheck/initcheck: every kernel path and edge case at small sizes, and the multi-chunk windows of 384
@@ -42,16 +37,42 @@ TEST_K=${GPU_CHECK_TEST_K:-}
 BENCH_RUNS=${GPU_CHECK_BENCH_RUNS:-float16_core float16 float32}
 RUN_BENCH=${GPU_CHECK_BENCH:-1}
 RUN_TESTS=${GPU_CHECK_TESTS:-1}
+selection_for() {  # the pytest -k expression of a sanitizer run's selection name
+    case $1 in
+        subset) echo "$SUBSET" ;;
+        rest) echo "not ($SUBSET)" ;;
+        soft) echo "soft_kernel" ;;
+        large) echo "not ($SUBSET) and (model_windows or soft_kernel)" ;;
+        large_other) echo "not ($SUBSET) and not (model_windows or soft_kernel)" ;;
+        *) return 1 ;;
+    esac
+}
+for check in $SANITIZER_CHECKS; do  # refuse a mistyped run before anything starts
+    case ${check%%:*} in
+        memcheck | racecheck | synccheck | initcheck) ;;
+        *) echo "gpu_check.sh: unknown compute-sanitizer tool in '$check'" >&2; exit 2 ;;
+    esac
+    selection_for "${check#*:}" >/dev/null || {
+        echo "gpu_check.sh: unknown selection in '$check' (subset, rest, soft, large, large_other)" >&2; exit 2; }
+done
+if [ -n "$LIBRARY" ] && [ -d "$(dirname "$LIBRARY")" ]; then  # absolute before the cd below
+    LIBRARY=$(cd "$(dirname "$LIBRARY")" && pwd)/$(basename "$LIBRARY")
+fi
+mkdir -p "$OUT/logs"
+OUT=$(cd "$OUT" && pwd)
+LOGS=$OUT/logs
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 T0=$(date +%s)
 say() { echo "== +$(( $(date +%s) - T0 ))s $*"; }
 bundle() { tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs 2>/dev/null && rm -rf "$LOGS"; }
 trap bundle EXIT
 
 say "device"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,memory.total \
-    --format=csv 2>&1 | tee "$LOGS/nvidia_smi_before.csv"
-"$PY" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, \
-torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))" 2>&1 | tee "$LOGS/torch.txt"
+QUERY=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,memory.total
+nvidia-smi --format=csv --query-gpu="$QUERY" 2>&1 | tee "$LOGS/nvidia_smi_before.csv"
+"$PY" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', \
+torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))" 2>&1 | tee "$LOGS/torch.txt"
 nvcc --version 2>&1 | tail -2
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 [ -n "$SANITIZER" ] && "$SANITIZER" --version 2>&1 | tail -1
@@ -75,7 +96,7 @@ export EDGEATTN_KERNELS_LIB=$LIBRARY
 echo "$LIBRARY: $(cat "$LOGS/library.txt")"
 command -v cuobjdump >/dev/null && cuobjdump --list-elf "$LIBRARY" >"$LOGS/library_elf.txt" 2>&1
 
-[ "$RUN_TESTS" = 1 ] && say "GPU tests and compute-sanitizer, side by side (correctness only: nothing is timed in this phase)"
+[ "$RUN_TESTS" = 1 ] && say "GPU tests and compute-sanitizer side by side (correctness only: nothing is timed here)"
 TESTS_PID=""
 if [ "$RUN_TESTS" = 1 ]; then
     timeout "$TESTS_S" "$PY" -m pytest -m gpu "$TESTS" ${TEST_K:+-k "$TEST_K"} -p no:cacheprovider -v -rfEs \
@@ -88,14 +109,7 @@ if [ -n "$SANITIZER" ] && [ "$RUN_TESTS" = 1 ]; then
     "$SANITIZER" --help 2>&1 | grep -q -- "--kernel-name" && FILTER="--kernel-name kns=edgeattn"
     for check in $SANITIZER_CHECKS; do
         tool=${check%%:*}
-        case ${check#*:} in
-            subset) selection="$SUBSET" ;;
-            rest) selection="not ($SUBSET)" ;;
-            soft) selection="soft_kernel" ;;
-            large) selection="not ($SUBSET) and (model_windows or soft_kernel)" ;;
-            large_other) selection="not ($SUBSET) and not (model_windows or soft_kernel)" ;;
-            *) echo "unknown selection in $check"; exit 2 ;;
-        esac
+        selection=$(selection_for "${check#*:}")
         # one cudaMalloc per tensor, so memcheck sees each tensor's own bounds (not the caching allocator's blocks)
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$SANITIZER_S" "$SANITIZER" --tool "$tool" $FILTER --error-exitcode 9 \
             --print-limit 20 "$PY" -m pytest -m gpu "$TESTS" -k "$selection" -p no:cacheprovider -v \

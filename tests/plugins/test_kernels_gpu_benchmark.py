@@ -6,6 +6,7 @@ references (so the GPU comparison is like with like).
 import importlib.util
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -376,3 +377,66 @@ def test_summary_tables_show_the_faster_path_against_the_fastest_pytorch(bench, 
     assert result.returncode == 0, result.output[-2000:]
     row = [line for line in result.stdout.splitlines() if line.startswith("| blockify_attention | float16 | 512")]
     assert len(row) == 1 and "1.0000 (tensor_core) | 0.5000 (sdpa_flash) | 0.50x" in row[0], result.stdout
+
+
+GPU_CHECK = os.path.join(REPO_ROOT, "benchmarks", "gpu_check.sh")
+FAKE_NVIDIA_SMI = "#!/bin/sh\necho 'name, driver_version'\necho 'Fake GPU, 0.0'\n"
+#: compute-sanitizer's command line: options with one value each, then the program, whose status it passes on
+FAKE_SANITIZER = """#!/bin/bash
+case "$1" in --help) echo '  --kernel-name <filter>'; exit 0 ;; --version) echo 'fake 2025.3'; exit 0 ;; esac
+echo "sanitizer: $*"
+while [[ "$1" == --* ]]; do shift 2; done
+"$@"; status=$?
+echo '========= ERROR SUMMARY: 0 errors'
+exit $status
+"""
+
+
+def _fake_tools(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("nvidia-smi", FAKE_NVIDIA_SMI), ("compute-sanitizer", FAKE_SANITIZER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return dict(os.environ, PATH=str(bin_dir) + os.pathsep + os.environ["PATH"], PYTHON=sys.executable)
+
+
+def test_gpu_check_script_runs_each_step_and_bundles_its_logs(kernels_build, tmp_path):
+    """benchmarks/gpu_check.sh, the script a short GPU lease runs, on this machine with a fake nvidia-smi and
+    compute-sanitizer: the given library is used, the tests and each sanitizer run get their selection, the
+    benchmark's refusal is logged, every log lands in logs.tar.gz and the summary comes last. A mistyped sanitizer
+    run is refused before anything starts (device time is scarce)."""
+    import tarfile
+
+    pytest.importorskip("torch")
+    env = _fake_tools(tmp_path)
+    env.update(GPU_CHECK_TEST_K="no_cuda_error", GPU_CHECK_SANITIZERS="memcheck:soft racecheck:subset",
+               GPU_CHECK_BENCH_RUNS="float16_core")
+    out = tmp_path / "out"
+    result = run_command(["bash", GPU_CHECK, str(out), kernels_build["library"]], env=env, timeout=600,
+                         cwd=str(tmp_path))
+    assert result.returncode == 0, result.output[-4000:]
+    assert sorted(os.listdir(str(out))) == ["gpu_tests.xml", "logs.tar.gz"], result.output[-2000:]
+    assert "{}: edgeattn kernels".format(kernels_build["library"]) in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].endswith("done")
+    with tarfile.open(str(out / "logs.tar.gz")) as bundle:
+        logs = {os.path.basename(member.name): bundle.extractfile(member).read().decode()
+                for member in bundle.getmembers() if member.isfile()}
+    assert {"gpu_tests.log", "sanitizer_memcheck_soft.log", "sanitizer_racecheck_subset.log",
+            "bench_float16_core.log", "library.txt"} <= set(logs), sorted(logs)
+    assert re.search(r"\b1 skipped, \d+ deselected", logs["gpu_tests.log"]), logs["gpu_tests.log"][-2000:]
+    assert "pytest exit status 0" in logs["gpu_tests.log"]
+    memcheck = logs["sanitizer_memcheck_soft.log"]
+    assert "--tool memcheck --kernel-name kns=edgeattn" in memcheck and "-k soft_kernel" in memcheck
+    assert "test_soft_kernel_attention_edge_cases" in memcheck and "test_blockify" not in memcheck
+    assert "compute-sanitizer exit status 0" in memcheck
+    assert "-k (edge_cases or 224" in logs["sanitizer_racecheck_subset.log"]
+    bench = logs["bench_float16_core.log"]
+    assert "needs a CUDA GPU" in bench and "kernels_gpu.py exit status 2" in bench
+    assert "-- memcheck_soft:" in result.stdout and "-- racecheck_subset:" in result.stdout
+
+    env["GPU_CHECK_SANITIZERS"] = "memcheck:everything"
+    refused = run_command(["bash", GPU_CHECK, str(tmp_path / "refused"), kernels_build["library"]], env=env,
+                          timeout=120)
+    assert refused.returncode == 2 and "unknown selection in 'memcheck:everything'" in refused.stderr
+    assert not (tmp_path / "refused").exists()
