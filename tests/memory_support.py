@@ -17,14 +17,16 @@ MEMORY_HEAVY_MODELS = frozenset([
     "vit_base_patch16_384_ms_top64", "vit_base_patch16_384_ms_top64_s16", "vit_base_patch16_384_ms_top96_s16",
     "vit_base_patch16_384_ms_top96_s4"])
 #: tests that hold several copies of a large model without naming it in their parameters (timm's ViT-B and Swin-B),
-#: and the exports with an ONNX Runtime check of every model (1.0-1.5 GB in a worker for the smaller ones): two
-#: exports at once made most of the suite's peaks
+#: the exports with an ONNX Runtime check of every model (1.0-1.5 GB in a worker for the smaller ones): two
+#: exports at once made most of the suite's peaks; and a test whose subprocesses import torch three times at once
 MEMORY_HEAVY_TESTS = (
     "tests/export/test_export_models.py::",
     "tests/export/test_export_new_models.py::test_representative_exports_through_the_cli[",
     "tests/models/test_zoo_timm.py::test_edgeattn_compare_measures_how_far_a_substitution_moves_the_logits",
     "tests/models/test_zoo_timm.py::test_timm_state_dict_loads_unchanged_and_gives_timm_logits[swin_base_",
     "tests/models/test_zoo_timm.py::test_timm_state_dict_loads_unchanged_and_gives_timm_logits[vit_base_",
+    # not a large model, but three torch processes at once (gpu_check.sh's tests and two sanitizer runs beside them)
+    "tests/plugins/test_kernels_gpu_benchmark.py::test_gpu_check_script_runs_each_step_and_bundles_its_logs",
 )
 
 
