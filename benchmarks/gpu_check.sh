@@ -91,7 +91,6 @@ if [ -z "$LIBRARY" ] || ! loads "$LIBRARY" >"$LOGS/library.txt" 2>&1; then
     LIBRARY=$BUILD/libedgeattn_kernels.so
     loads "$LIBRARY" >"$LOGS/library.txt" 2>&1 || { cat "$LOGS/library.txt"; exit 1; }
 fi
-LIBRARY=$(cd "$(dirname "$LIBRARY")" && pwd)/$(basename "$LIBRARY")
 export EDGEATTN_KERNELS_LIB=$LIBRARY
 echo "$LIBRARY: $(cat "$LOGS/library.txt")"
 command -v cuobjdump >/dev/null && cuobjdump --list-elf "$LIBRARY" >"$LOGS/library_elf.txt" 2>&1

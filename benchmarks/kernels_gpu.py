@@ -364,17 +364,16 @@ class Recorder(object):
         """Time ``fn`` and record it; a failure (a backend that refuses the shape, a kernel error) is recorded
         with its message instead of ending the whole run."""
         try:
-            measured = bench(fn)
+            ms, timing = bench(fn)
         except Exception as error:  # noqa: BLE001 -- recorded in the JSON, and the run goes on
             message = "{}: {}".format(type(error).__name__, str(error).strip().splitlines()[0] if str(error) else "")
             self.results.append(dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=None, flops=flops,
                                      bytes=nbytes, error=message))
             sys.stderr.write("{:>22} {} {}: FAILED {}\n".format(case["op"], impl, dtype, message))
             return
-        ms, timing = measured if isinstance(measured, tuple) else (measured, None)
         self.add(case, impl, ms, flops, nbytes, dtype, tf32, timing)
 
-    def add(self, case, impl, ms, flops, nbytes, dtype, tf32, timing=None):
+    def add(self, case, impl, ms, flops, nbytes, dtype, tf32, timing):
         tensor_peak = self.device["peak_fp16_tensor_tflops"]
         fp32_peak = self.device["peak_fp32_tflops"]
         bandwidth_peak = self.device["peak_bandwidth_gbps"]

@@ -7,19 +7,13 @@ runs on one GPU (e.g. FP16 and FP32 run separately to fit a time limit) into one
     python benchmarks/kernels_gpu_summary.py --merge benchmarks/results/kernels_gpu_h200.json runs/*.json
 """
 import argparse
-import importlib.util
 import json
 import math
 import os
 import sys
 
-
-def benchmark_module():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_gpu.py")
-    spec = importlib.util.spec_from_file_location("kernels_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernels_gpu  # noqa: E402 -- stdlib when imported (torch only in its main); puts the repository on sys.path
 
 
 def merge(reports, note=None):
@@ -38,7 +32,7 @@ def merge(reports, note=None):
               "runs": [{"file": os.path.basename(path), "created_utc": report["created_utc"],
                         "complete": report.get("complete", True), "config": report["config"],
                         "software": report["software"]} for path, report in reports],
-              "results": results, "targets": benchmark_module().evaluate_targets(results)}
+              "results": results, "targets": kernels_gpu.evaluate_targets(results)}
     if note:
         merged["note"] = note
     return merged
@@ -55,23 +49,16 @@ def load(paths):
     return reports
 
 
-def case_key(entry):
-    return tuple(entry.get(name) for name in ("op", "resolution", "stage", "batch", "tokens", "dtype", "tf32"))
-
-
 def best_pairs(results):
-    """(key, best edgeattn entry, best PyTorch entry) per case, in the order the cases were measured."""
-    cases = {}
+    """(case, faster edgeattn entry, fastest PyTorch entry) per case, in the order the cases were measured."""
+    fastest = {}
     for entry in results:
-        if entry.get("latency_ms"):
-            cases.setdefault(case_key(entry), []).append(entry)
-    pairs = []
-    for key, entries in cases.items():
-        ours = [e for e in entries if e["impl"].startswith("edgeattn")]
-        theirs = [e for e in entries if not e["impl"].startswith("edgeattn")]
-        if ours and theirs:
-            pairs.append((key, min(ours, key=lambda e: e["latency_ms"]), min(theirs, key=lambda e: e["latency_ms"])))
-    return pairs
+        if not entry["impl"].startswith("edgeattn") and entry.get("latency_ms"):
+            key = kernels_gpu.case_key(entry)
+            if key not in fastest or entry["latency_ms"] < fastest[key]["latency_ms"]:
+                fastest[key] = entry
+    return [(kernels_gpu.case_key(ours), ours, fastest[kernels_gpu.case_key(ours)])
+            for ours in kernels_gpu.faster_paths(results) if kernels_gpu.case_key(ours) in fastest]
 
 
 def table(pairs, batches):
@@ -122,7 +109,6 @@ def main(argv=None):
         except (KeyError, ValueError) as error:
             sys.stderr.write("kernels_gpu_summary.py: error: cannot merge: {}\n".format(error))
             return 2
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from edgeattn._io import atomic_write
 
         with atomic_write(args.merge, "w") as handle:

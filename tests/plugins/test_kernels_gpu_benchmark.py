@@ -209,8 +209,8 @@ def test_a_failed_measurement_is_recorded_and_never_a_baseline(bench):
         raise RuntimeError("No available kernel. Aborting execution.\nmore detail")
 
     recorder.measure(case, "sdpa_flash", lambda fn: fn(), refuse, 8e9, 1e6, "float16", False)
-    recorder.measure(case, "sdpa_efficient", lambda fn: 4.0, None, 8e9, 1e6, "float16", False)
-    recorder.measure(case, "edgeattn_tensor_core", lambda fn: 2.0, None, 8e9, 1e6, "float16", False)
+    recorder.measure(case, "sdpa_efficient", lambda fn: (4.0, "eager"), None, 8e9, 1e6, "float16", False)
+    recorder.measure(case, "edgeattn_tensor_core", lambda fn: (2.0, "eager"), None, 8e9, 1e6, "float16", False)
     failed, efficient, ours = bench.add_speedups(recorder.results)
     assert failed["latency_ms"] is None and failed["error"] == "RuntimeError: No available kernel. Aborting execution."
     assert ours["speedup_vs_best_pytorch"] == 2.0 and ours["speedup_vs_sdpa_efficient"] == 2.0
