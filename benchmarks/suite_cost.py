@@ -11,18 +11,30 @@ children's (``getrusage``). Linux only.
 
     python benchmarks/suite_cost.py --json benchmarks/results/suite_cost.json
     python benchmarks/suite_cost.py --json runs/cost.json -- bash -c "<the README's test command>"
+    python benchmarks/suite_cost.py --cold --json runs/cold.json -- .ci/run
 
 Without a command after ``--`` it runs ``python -m pytest -q -n 2 -p no:cacheprovider`` (the README's test run
 without the install). Exits with the command's exit status.
+
+Where the time goes: pytest runs inside the command are given ``--junitxml`` (through ``PYTEST_ADDOPTS``; an explicit
+``--junitxml`` of an inner run, such as the Python 3.8 pass's, comes later on its command line and wins), and the
+result lists the test time of every test file (setup, call and teardown; summed over the workers, so it exceeds the
+wall time) and the slowest tests. ``--cold``: the command runs with ``TMPDIR`` set to a new empty directory, so what
+the tests cache in the temp dir (nvcc and cuobjdump outputs, the Python 3.8 virtual environment) is made anew, as
+on a fresh machine; that directory is deleted afterwards.
 """
 import argparse
+import collections
 import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 
 TARGET_WALL_S = 300.0
 TARGET_MEMORY_BYTES = 3 * 10**9
@@ -54,11 +66,33 @@ def session_memory(session):
     return found
 
 
-def measure(command, interval_s=0.5):
+def test_time_by_file(junit_path, slowest=15):
+    """({test file: seconds}, [{"test", "s"}] of the ``slowest`` tests, seconds of all tests) from a pytest JUnit XML
+    report; ({}, [], 0.0) when there is none (the command ran no pytest)."""
+    try:
+        root = ElementTree.parse(junit_path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return {}, [], 0.0
+    by_file = collections.Counter()
+    tests = []
+    for case in root.iter("testcase"):
+        seconds = float(case.get("time") or 0.0)
+        parts = (case.get("classname") or "").split(".")
+        while len(parts) > 1 and parts[-1][:1].isupper():  # test classes: the file is the module above them
+            parts.pop()
+        module = "/".join(parts) + ".py"
+        by_file[module] += seconds
+        tests.append({"test": "{}::{}".format(module, case.get("name", "")), "s": round(seconds, 2)})
+    tests.sort(key=lambda test: -test["s"])
+    ordered = {name: round(seconds, 1) for name, seconds in by_file.most_common()}
+    return ordered, tests[:slowest], round(sum(by_file.values()), 1)
+
+
+def measure(command, interval_s=0.5, env=None):
     """Run ``command`` and return its cost (see the module docstring) as a dict. CPU time is every child this
     process has waited for, so call it from a process of its own (main) for that number to be the command's."""
     started = time.monotonic()
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     session = process.pid  # a new session's id is its leader's pid
     peak = {"pss": 0, "rss_sum": 0, "process_rss": 0, "at_s": 0.0, "processes": []}
     samples = 0
@@ -105,13 +139,30 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", required=True, help="where to write the result")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between memory samples")
+    parser.add_argument("--cold", action="store_true",
+                        help="run with an empty temp dir (TMPDIR), so nothing the tests cache there is reused")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND (default: the README's pytest run)")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not os.path.exists("/proc/self/smaps_rollup"):
         print("suite_cost.py: needs Linux >= 4.14 (/proc/<pid>/smaps_rollup)", file=sys.stderr)
         return 2
-    result = measure(command or DEFAULT_COMMAND, args.interval)
+    scratch = tempfile.mkdtemp(prefix="suite-cost-")
+    try:
+        env = dict(os.environ)
+        junit = os.path.join(scratch, "junit.xml")
+        env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "--junitxml=" + junit]))
+        if args.cold:
+            env["TMPDIR"] = os.path.join(scratch, "tmp")
+            os.mkdir(env["TMPDIR"])
+        result = measure(command or DEFAULT_COMMAND, args.interval, env)
+        by_file, slowest, total = test_time_by_file(junit)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result["temp_dir"] = "empty (--cold)" if args.cold else "as found (outputs cached there by earlier runs reused)"
+    result["test_s_total"] = total
+    result["test_s_by_file"] = by_file
+    result["slowest_tests"] = slowest
     result["target"] = {"wall_s": TARGET_WALL_S, "memory_bytes": TARGET_MEMORY_BYTES,
                         "wall_met": result["wall_s"] < TARGET_WALL_S,
                         "memory_met": result["peak_pss_bytes"] < TARGET_MEMORY_BYTES}

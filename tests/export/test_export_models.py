@@ -84,6 +84,15 @@ PARITY_GATES = {
 }
 
 
+#: custom nodes of the plugin form, by op, as the model's structure fixes them (Swin-T-ELFATT: nine ELFATT blocks, all
+#: of its 12 but stage 3's three VaniATT ones, each an EFFATT + blockify pair; CSWin-T Agent: none), beside the check
+#: of every model's nodes against its PyTorch forward's custom-op calls
+EXPECTED_CUSTOM_OPS = {
+    "swin_t_elfatt": {"EdgeAttnEfficientAttention": 9, "EdgeAttnBlockifyAttention": 9},
+    "cswin_t24181_agent": {},
+}
+
+
 def parity_gate(arch):
     assert arch in PARITY_GATES, (
         "no ORT parity gate for {}: export it (randomised parameters), and add about 10x its max relative error "
@@ -192,6 +201,8 @@ def exported(tmp_path_factory):
 def test_export_passes_ort_parity(exported, arch, plugins):
     result = exported(arch, plugins)
     check_parity(arch, result.summary)
+    if plugins and arch in EXPECTED_CUSTOM_OPS:
+        assert result.summary.custom_ops == EXPECTED_CUSTOM_OPS[arch]
     if not plugins or not result.calls:
         assert result.summary.custom_ops == {}
         assert not contract.custom_nodes(result.model.graph)
