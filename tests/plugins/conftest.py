@@ -29,22 +29,33 @@ def cmake():
 
 def _cached_kernels_build(nvcc, archs):
     """Build libedgeattn_kernels.so for ``archs`` once; cached in the temp dir under a hash of the plugin sources,
-    the nvcc version and the archs (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild)."""
-    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + kernel_sources_digest(nvcc, archs))
+    the nvcc version and the archs (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild). nvcc keeps the PTX it compiles
+    for every source and arch on the way (``--keep``; the library is the same), which the PTX tests read: compiling
+    that PTX again took ~45 s of CPU on a machine without the cache."""
+    digest = kernel_sources_digest(nvcc, archs, "ptx kept")
+    cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + digest)
     library = os.path.join(cache_dir, "libedgeattn_kernels.so")
     marker = os.path.join(cache_dir, "BUILD_OK")
+    ptx_dir = os.path.join(cache_dir, "ptx")
     with build_lock(cache_dir):  # one build per digest across pytest-xdist workers and the 3.8 pass
         if os.environ.get("EDGEATTN_REBUILD_KERNELS") == "1" or not os.path.isfile(marker):
             build_dir = tempfile.mkdtemp(prefix="edgeattn-kernels-build-")
+            intermediates = os.path.join(build_dir, "nvcc-intermediates")
+            os.mkdir(intermediates)
             try:
                 configured, built = cmake_build(
-                    PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON"})
+                    PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON",
+                                             "CMAKE_CUDA_FLAGS": "--keep --keep-dir=" + intermediates})
                 assert configured.returncode == 0, "cmake configure failed:\n" + configured.output[-4000:]
                 assert built.returncode == 0, "kernels build failed:\n" + built.output[-6000:]
                 built_library = os.path.join(build_dir, "libedgeattn_kernels.so")
                 assert os.path.isfile(built_library), "build succeeded but {} is missing".format(built_library)
                 staging = tempfile.mkdtemp(prefix="edgeattn-kernels-stage-")
                 shutil.copy2(os.path.realpath(built_library), os.path.join(staging, "libedgeattn_kernels.so"))
+                os.mkdir(os.path.join(staging, "ptx"))
+                for name in os.listdir(intermediates):
+                    if name.endswith(".ptx"):
+                        shutil.copy2(os.path.join(intermediates, name), os.path.join(staging, "ptx", name))
                 with open(os.path.join(staging, "BUILD_OK"), "w") as handle:
                     handle.write(built.output[-2000:])
                 shutil.rmtree(cache_dir, ignore_errors=True)
@@ -54,7 +65,7 @@ def _cached_kernels_build(nvcc, archs):
                     shutil.rmtree(staging, ignore_errors=True)
             finally:
                 shutil.rmtree(build_dir, ignore_errors=True)
-    return {"dir": cache_dir, "library": library}
+    return {"dir": cache_dir, "library": library, "ptx_dir": ptx_dir}
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import pytest
 
 from edgeattn._subprocess import run_command
 from edgeattn.plugins import kernels_abi
-from plugin_test_utils import PLUGINS_DIR, REPO_ROOT, cached_text, kernel_sources_digest, tool_version
+from plugin_test_utils import PLUGINS_DIR, REPO_ROOT, cached_text, tool_version
 
 HEADER = os.path.join(PLUGINS_DIR, "include", "edgeattn", "kernels.h")
 FATBIN_MAGIC = 0xBA55ED50
@@ -377,19 +377,23 @@ def kernel_sources():
         if name.endswith(".cu") and "cmake" not in root and "build" not in root)
 
 
-def compile_ptx(nvcc, source, arch, output, defines=()):
-    """The PTX nvcc writes for ``source`` at compute_``arch``; cached (cached_text) under a hash of the kernel
-    sources, nvcc, the source, the arch and the defines."""
-    def produce():
-        result = run_command([nvcc, "-std=c++14", "-arch=compute_{}".format(arch), "-ptx", "-I" + PLUGINS_DIR,
-                              "-I" + os.path.join(PLUGINS_DIR, "include")] + ["-D" + d for d in defines]
-                             + [source, "-o", output], timeout=300)
-        assert result.returncode == 0, result.output[-3000:]
-        with open(output) as handle:
-            return handle.read()
+def build_ptx(build, source, arch):
+    """The PTX nvcc wrote for ``source`` at compute_``arch`` while it built ``build`` (a kernels_build fixture: the
+    compile kept its PTX, see tests/plugins/conftest.py), with the defines of that build's configuration."""
+    base = os.path.splitext(os.path.basename(source))[0]
+    # compute_<arch> in the name when the compile had several virtual archs, none when it had one
+    names = ["{}.compute_{}.ptx".format(base, arch), "{}.ptx".format(base)]
+    for name in names:
+        path = os.path.join(build["ptx_dir"], name)
+        if os.path.isfile(path) and (name != names[1] or ".target sm_{}".format(arch) in _read(path)):
+            return _read(path)
+    raise AssertionError("no compute_{} PTX of {} in {}: {}".format(
+        arch, base, build["ptx_dir"], sorted(os.listdir(build["ptx_dir"]))))
 
-    digest = kernel_sources_digest(nvcc, os.path.relpath(source, PLUGINS_DIR), arch, list(defines))
-    return cached_text("ptx", digest, produce)
+
+def _read(path):
+    with open(path) as handle:
+        return handle.read()
 
 
 def ptx_entries(ptx):
@@ -401,7 +405,7 @@ def ptx_entries(ptx):
     return entries
 
 
-def test_scalar_kernels_use_nothing_beyond_sm53(nvcc, tmp_path):
+def test_scalar_kernels_use_nothing_beyond_sm53(kernels_build, scalar_only_kernels_build):
     """Nano (sm_53) cannot be compiled for by this nvcc (CUDA >= 13 dropped it), so check the PTX instead: for
     compute_75 (the CI build's lowest arch, where the tensor-core kernels' bodies are compiled out) no instruction
     newer than sm_53 and no half-precision arithmetic (half values are only converted) in any kernel source, and the
@@ -414,24 +418,24 @@ def test_scalar_kernels_use_nothing_beyond_sm53(nvcc, tmp_path):
     assert HALF_ARITHMETIC.findall("\tfma.rn.f16x2 %r1, %r2, %r3, %r4;\n\tadd.f16 %h1, %h2, %h3;")
     converting = 0
     for source in sources:
-        text = compile_ptx(nvcc, source, 75, str(tmp_path / (os.path.basename(source) + ".ptx")))
+        text = build_ptx(kernels_build, source, 75)
         assert not NEWER_THAN_SM53.findall(text), (source, sorted(set(NEWER_THAN_SM53.findall(text))))
         assert not HALF_ARITHMETIC.findall(text), (source, sorted(set(HALF_ARITHMETIC.findall(text))))
         converting += "cvt.f32.f16" in text and "cvt.rn.f16.f32" in text
     assert converting == 4  # every op's FP16 path converts at load (f16 -> f32) and store (f32 -> f16)
     blockify = os.path.join(PLUGINS_DIR, "blockifyAttention", "blockifyAttentionKernel.cu")
-    guarded = ptx_entries(compile_ptx(nvcc, blockify, 75, str(tmp_path / "guarded.ptx")))
+    guarded = ptx_entries(build_ptx(kernels_build, blockify, 75))
     assert any("blockifyMmaKernel" in name for name in guarded)
-    scalar_only = compile_ptx(nvcc, blockify, 75, str(tmp_path / "scalar_only.ptx"), ["EDGEATTN_TENSOR_CORES=0"])
+    scalar_only = build_ptx(scalar_only_kernels_build, blockify, 75)
     assert ptx_entries(scalar_only) and not any("MmaKernel" in name for name in ptx_entries(scalar_only))
     assert not NEWER_THAN_SM53.findall(scalar_only)
 
 
-def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(nvcc, tmp_path):
+def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(kernels_build):
     """compute_87: blockifyMmaKernel holds the f16 m16n8k16 mma (FP32 accumulate) and ldmatrix; every other kernel of
     the source stays free of post-sm_53 instructions."""
     blockify = os.path.join(PLUGINS_DIR, "blockifyAttention", "blockifyAttentionKernel.cu")
-    entries = ptx_entries(compile_ptx(nvcc, blockify, 87, str(tmp_path / "sm87.ptx")))
+    entries = ptx_entries(build_ptx(kernels_build, blockify, 87))
     tensor = {name: body for name, body in entries.items() if "blockifyMmaKernel" in name}
     assert len(tensor) == 6, sorted(entries)  # head_dim padded to 16, 32 (1 or 4 tiles per pass), 64, 128
     for name, body in tensor.items():
@@ -447,11 +451,11 @@ def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(nvcc, tmp_path):
     ("liteMLA/liteMLAKernel.cu", 12),                       # the same for ReLU and quadratic Taylor
     ("softKernelAttention/softKernelAttentionKernel.cu", 5),  # Newton + pass 1 / pass 2 x 2 value-tile counts
 ])
-def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(nvcc, tmp_path, source, kernels):
+def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(kernels_build, source, kernels):
     """compute_87: every MmaKernel of the EFFATT, LiteMLA and SOFT sources holds the f16 m16n8k16 mma with FP32
     accumulation and ldmatrix, and no half arithmetic (FP32 operands are split into f16 pairs, never computed in
     f16); their scalar kernels stay free of post-sm_53 instructions."""
-    entries = ptx_entries(compile_ptx(nvcc, os.path.join(PLUGINS_DIR, source), 87, str(tmp_path / "sm87.ptx")))
+    entries = ptx_entries(build_ptx(kernels_build, os.path.join(PLUGINS_DIR, source), 87))
     tensor = {name: body for name, body in entries.items() if "MmaKernel" in name}
     assert len(tensor) == kernels, sorted(entries)
     for name, body in tensor.items():
