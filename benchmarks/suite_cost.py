@@ -66,7 +66,7 @@ def session_memory(session):
     return found
 
 
-def test_time_by_file(junit_path, slowest=15):
+def time_by_test_file(junit_path, slowest=15):
     """({test file: seconds}, [{"test", "s"}] of the ``slowest`` tests, seconds of all tests) from a pytest JUnit XML
     report; ({}, [], 0.0) when there is none (the command ran no pytest)."""
     try:
@@ -156,7 +156,7 @@ def main(argv=None):
             env["TMPDIR"] = os.path.join(scratch, "tmp")
             os.mkdir(env["TMPDIR"])
         result = measure(command or DEFAULT_COMMAND, args.interval, env)
-        by_file, slowest, total = test_time_by_file(junit)
+        by_file, slowest, total = time_by_test_file(junit)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result["temp_dir"] = "empty (--cold)" if args.cold else "as found (outputs cached there by earlier runs reused)"

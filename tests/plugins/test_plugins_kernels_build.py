@@ -382,18 +382,15 @@ def build_ptx(build, source, arch):
     compile kept its PTX, see tests/plugins/conftest.py), with the defines of that build's configuration."""
     base = os.path.splitext(os.path.basename(source))[0]
     # compute_<arch> in the name when the compile had several virtual archs, none when it had one
-    names = ["{}.compute_{}.ptx".format(base, arch), "{}.ptx".format(base)]
-    for name in names:
+    for name in ("{}.compute_{}.ptx".format(base, arch), "{}.ptx".format(base)):
         path = os.path.join(build["ptx_dir"], name)
-        if os.path.isfile(path) and (name != names[1] or ".target sm_{}".format(arch) in _read(path)):
-            return _read(path)
+        if os.path.isfile(path):
+            with open(path) as handle:
+                ptx = handle.read()
+            if ".target sm_{}".format(arch) in ptx:
+                return ptx
     raise AssertionError("no compute_{} PTX of {} in {}: {}".format(
         arch, base, build["ptx_dir"], sorted(os.listdir(build["ptx_dir"]))))
-
-
-def _read(path):
-    with open(path) as handle:
-        return handle.read()
 
 
 def ptx_entries(ptx):
