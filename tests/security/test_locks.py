@@ -23,6 +23,7 @@ REPO = os.path.dirname(TESTS)
 DRIVER = os.path.join(TESTS, "sweep", "sweep_driver.py")
 sys.path.insert(0, os.path.join(TESTS, "sweep"))
 import stubbench  # noqa: E402
+from sweep_timing import FAST_INTERVAL_MS  # noqa: E402
 
 
 def _model(tmp_path, name="m1", suffix=".onnx"):
@@ -49,6 +50,13 @@ def _start_driver(args, env_extra=None):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
 
+def held_until(release):
+    """The driver's environment for a first sweep that holds its locks until ``release`` exists (the stub
+    benchmark waits for it): the second sweep meets them however slowly this machine runs, and no test waits
+    out a guessed duration."""
+    return {"STUB_BENCH_HOLD_FILE": str(release)}
+
+
 def _wait_for(predicate, process, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -73,8 +81,9 @@ def _finish(process):
 
 def test_second_sweep_into_one_directory_is_refused_with_the_first_pid(host, tmp_path, invoke):
     out = tmp_path / "out"
+    release = tmp_path / "release-first"
     first = _start_driver([_model(tmp_path), "--profile", "host-cpu", "--modes", "1", "--repeats", "1",
-                           "--duration-s", "3", "--settle-s", "0", "-o", out])
+                           "--duration-s", "0.05", "--settle-s", "0", "-o", out], held_until(release))
     try:
         _wait_for(lambda: (out / "sweep-state.json").exists(), first)
         before = json.loads((out / "sweep-state.json").read_text())
@@ -87,6 +96,7 @@ def test_second_sweep_into_one_directory_is_refused_with_the_first_pid(host, tmp
                             "lock file {})".format(out, first.pid, out / runner.LOCK_FILE)), line
         assert json.loads((out / "sweep-state.json").read_text()) == before
     finally:
+        release.touch()
         _finish(first)
     data = json.loads((out / "results.json").read_text())
     assert data["status"] == "complete" and [row["model"] for row in data["rows"]] == ["m1"]
@@ -151,11 +161,14 @@ def test_a_symlink_at_the_lock_path_is_not_followed(tmp_path):
     assert "\n" not in caught.value.format_message() and not os.path.lexists(str(victim))
 
 
-def test_second_sweep_on_one_board_is_refused_with_the_first_pid(fake_board, tmp_path):
+def test_second_sweep_on_one_board_is_refused_with_the_first_pid(fake_board, fast_sampling, tmp_path):
     board = fake_board("orin-nano-8gb")
     env = dict(board.env)
+    release = tmp_path / "release-first"
+    env.update(held_until(release), SWEEP_DRIVER_MIN_INTERVAL_MS=str(FAST_INTERVAL_MS))
     first = _start_driver([_model(tmp_path, suffix=".engine"), "--modes", "2", "--settle-s", "0", "--repeats", "1",
-                           "--duration-s", "3", "-o", tmp_path / "first"], env)
+                           "--duration-s", "0.05", "--interval-ms", str(FAST_INTERVAL_MS), "-o", tmp_path / "first"],
+                          env)
     second_out = tmp_path / "second"
     try:
         _wait_for(lambda: (tmp_path / "first" / "sweep-state.json").exists(), first)
@@ -167,17 +180,20 @@ def test_second_sweep_on_one_board_is_refused_with_the_first_pid(fake_board, tmp
                 mock.patch.object(clocks, "lock", touched), mock.patch.object(clocks, "restore", touched), \
                 pytest.raises(LockBusy) as caught:
             run_sweep([_model(tmp_path, "m2", ".engine")], modes="2", settle_s=0, repeats=1, duration_s=0.05,
-                      out_dir=str(second_out), bench=stubbench.make_bench(), echo=lambda line: None)
+                      interval_ms=fast_sampling, out_dir=str(second_out), bench=stubbench.make_bench(),
+                      echo=lambda line: None)
         assert caught.value.pid == first.pid
         assert caught.value.format_message() == (
             "the board (power mode and clocks) is in use by another edgeattn process (PID {}; lock file {})".format(
                 first.pid, os.path.join(env["EDGEATTN_LOCK_DIR"], board_lock_module.BOARD_LOCK_NAME)))
         assert not second_out.exists()  # refused before it wrote anything
     finally:
+        release.touch()
         _finish(first)
     assert board.state()["mode"] == board.default_mode
     outcome = run_sweep([_model(tmp_path, "m2", ".engine")], modes="2", settle_s=0, repeats=1, duration_s=0.05,
-                        out_dir=str(second_out), bench=stubbench.make_bench(), echo=lambda line: None)
+                        interval_ms=fast_sampling, out_dir=str(second_out), bench=stubbench.make_bench(),
+                        echo=lambda line: None)
     assert outcome.status == "complete" and board.state()["mode"] == board.default_mode
 
 

@@ -23,6 +23,7 @@ from edgeattn.sweep import run_sweep, runner
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TESTS, "sweep"))
 import stubbench  # noqa: E402
+from sweep_timing import FAST_INTERVAL_MS  # noqa: E402
 
 
 def _model(tmp_path, name="m1"):
@@ -42,7 +43,8 @@ def _interrupted_sweep(board, tmp_path):
     out = str(tmp_path / "out")
     with pytest.raises(EdgeAttnError, match="stub benchmark failure"):
         run_sweep([_model(tmp_path)], clocks="max", settle_s=0, repeats=2, duration_s=0.05, out_dir=out,
-                  bench=stubbench.make_bench(fail_at=2, sleep_s=0.05), echo=lambda line: None)
+                  interval_ms=FAST_INTERVAL_MS, bench=stubbench.make_bench(fail_at=2, sleep_s=0.05),
+                  echo=lambda line: None)
     state_file = os.path.join(out, "sweep-state.json")
     with open(state_file) as handle:
         state = json.load(handle)
@@ -55,7 +57,8 @@ def _restores_of(board, path):
 
 
 @pytest.mark.parametrize("planted", ["attacker-file", "sweep-directory", "symlink-in-store", "other-owner-mode"])
-def test_resume_refuses_a_clock_store_it_did_not_create(fake_board, tmp_path, invoke, monkeypatch, planted):
+def test_resume_refuses_a_clock_store_it_did_not_create(fake_board, fast_sampling, tmp_path, invoke, monkeypatch,
+                                                         planted):
     board = fake_board("orin-nano-8gb")
     out, state_file, state = _interrupted_sweep(board, tmp_path)
     genuine = state["original"]["clocks_store"]
@@ -86,14 +89,14 @@ def test_resume_refuses_a_clock_store_it_did_not_create(fake_board, tmp_path, in
     assert _restores_of(board, str(attacker)) == []
 
 
-def test_a_symlink_planted_in_the_sweep_directory_is_never_written_through(fake_board, tmp_path):
+def test_a_symlink_planted_in_the_sweep_directory_is_never_written_through(fake_board, fast_sampling, tmp_path):
     board = fake_board("orin-nano-8gb")
     out = tmp_path / "out"
     out.mkdir()
     victim = tmp_path / "victim"
     os.symlink(str(victim), str(out / "jetson_clocks.orig"))  # dangling: --store would create the victim as root
     outcome = run_sweep([_model(tmp_path)], clocks="max", settle_s=0, repeats=1, duration_s=0.05, out_dir=str(out),
-                        bench=stubbench.make_bench(sleep_s=0.05), echo=lambda line: None)
+                        interval_ms=fast_sampling, bench=stubbench.make_bench(sleep_s=0.05), echo=lambda line: None)
     assert outcome.status == "complete" and outcome.restore["clocks"]["ok"]
     assert not os.path.lexists(str(victim)) and os.readlink(str(out / "jetson_clocks.orig")) == str(victim)
     stores = [call["argv"][-1] for call in board.calls("jetson_clocks") if "--store" in call["argv"]]
@@ -134,7 +137,7 @@ def test_tools_come_from_the_explicit_dirs_then_the_system_dirs_then_path(tmp_pa
     assert jetson.SYSTEM_TOOL_DIRS[:2] == ("/usr/sbin", "/usr/bin")
 
 
-def test_tools_planted_on_path_never_run_as_root(fake_board, tmp_path, monkeypatch):
+def test_tools_planted_on_path_never_run_as_root(fake_board, fast_sampling, tmp_path, monkeypatch):
     """A directory early on PATH (a user's ~/bin, a project's node_modules/.bin) holding sudo, nvpmodel and
     jetson_clocks: the sweep runs the board's tools from the tool directories, never these."""
     board = fake_board("orin-nano-8gb")
@@ -146,8 +149,8 @@ def test_tools_planted_on_path_never_run_as_root(fake_board, tmp_path, monkeypat
     monkeypatch.setenv("PATH", str(planted) + os.pathsep + os.environ["PATH"])
     assert jetson.privileged(["x"]) == [os.path.join(fakeharness.FAKES_DIR, "sudo", "sudo"), "-n", "x"]
     outcome = run_sweep([_model(tmp_path)], clocks="max", settle_s=0, repeats=1, duration_s=0.05,
-                        out_dir=str(tmp_path / "out"), bench=stubbench.make_bench(sleep_s=0.05),
-                        echo=lambda line: None)
+                        interval_ms=fast_sampling, out_dir=str(tmp_path / "out"),
+                        bench=stubbench.make_bench(sleep_s=0.05), echo=lambda line: None)
     assert outcome.status == "complete" and not marker.exists()
     sudo_calls = board.calls("sudo")
     assert sudo_calls and all(os.path.isabs(call["argv"][1]) for call in sudo_calls if len(call["argv"]) > 1)

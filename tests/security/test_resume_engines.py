@@ -20,7 +20,7 @@ import stubbench  # noqa: E402
 
 
 @pytest.fixture
-def setup(fake_board, tmp_path):
+def setup(fake_board, fast_sampling, tmp_path):
     board = fake_board("orin-nano-8gb")
     model = tmp_path / "m1.onnx"
     model.write_bytes(matmul_model(features=8))
@@ -31,7 +31,7 @@ def setup(fake_board, tmp_path):
         builds.append(os.path.basename(engine_path))
         return build_engine(onnx_path, engine_path, precision=precision, backend="trtexec", trtexec=trtexec)
 
-    kwargs = dict(precisions="fp32,fp16", modes="2", settle_s=0, repeats=1, duration_s=0.05,
+    kwargs = dict(precisions="fp32,fp16", modes="2", settle_s=0, repeats=1, duration_s=0.05, interval_ms=fast_sampling,
                   out_dir=str(tmp_path / "out"), engine_builder=builder)
     return board, str(model), builds, kwargs
 

@@ -4,18 +4,7 @@ import os
 
 import pytest
 
-from jetson_support import fake_board  # noqa: F401  (pytest fixture)
-from sweep_timing import FAST_INTERVAL_MS
-
-
-@pytest.fixture
-def fast_sampling(monkeypatch):
-    """Let a sweep sample at FAST_INTERVAL_MS (see sweep_timing): the minimum interval lowered for this test only."""
-    from edgeattn.jetson import ina3221, tegrastats
-
-    monkeypatch.setattr(tegrastats, "MIN_INTERVAL_MS", FAST_INTERVAL_MS)
-    monkeypatch.setattr(ina3221, "MIN_INTERVAL_S", FAST_INTERVAL_MS / 1000.0)
-    return FAST_INTERVAL_MS
+from jetson_support import fake_board, fast_sampling  # noqa: F401  (pytest fixtures)
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Its throughput is a known function of the model and the board's current mode (read from the fake board's state)
 or the thread budget, so tests can check what the sweep and the report do with it. It sleeps for the timed
-phase, so power samples really fall into its window.
+phase, so power samples really fall into its window; with ``hold_file`` it holds the phase until that file exists
+instead (a test that needs a sweep in progress ends it when its checks are done, not after a guessed duration).
 """
 import json
 import os
@@ -27,8 +28,13 @@ def expected_fps(model_name, mode_id=None, threads=None, precision="fp32"):
     return BASE_FPS.get(model_name, 5.0) * factor * (2.0 if precision == "fp16" else 1.0)
 
 
-def make_bench(calls=None, fail_at=None, sleep_s=None):
-    """A bench function; ``fail_at``: the 1-based call that raises EdgeAttnError (a failure mid-sweep)."""
+#: how long a held benchmark waits for its hold file before it fails the sweep (a test that never released it)
+HOLD_TIMEOUT_S = 120.0
+
+
+def make_bench(calls=None, fail_at=None, sleep_s=None, hold_file=None):
+    """A bench function; ``fail_at``: the 1-based call that raises EdgeAttnError (a failure mid-sweep);
+    ``hold_file``: each timed phase lasts until this path exists (at least ``sleep_s``/``duration_s``)."""
     calls = calls if calls is not None else []
 
     def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=None, iterations=None,
@@ -43,6 +49,8 @@ def make_bench(calls=None, fail_at=None, sleep_s=None):
         fps = expected_fps(name, current_fake_mode(), threads, precision)
         start = time.time()
         time.sleep(sleep_s if sleep_s is not None else (duration_s or 0.1))
+        if hold_file:
+            _wait_for_file(hold_file)
         end = time.time()
         latency = 1000.0 / fps * batch
         stats = {k: latency for k in ("mean", "min", "max", "p50", "p90", "p95", "p99")}
@@ -61,6 +69,14 @@ def make_bench(calls=None, fail_at=None, sleep_s=None):
 
     run_benchmark.calls = calls
     return run_benchmark
+
+
+def _wait_for_file(path):
+    deadline = time.time() + HOLD_TIMEOUT_S
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise EdgeAttnError("stub benchmark: {} did not appear within {:g} s".format(path, HOLD_TIMEOUT_S))
+        time.sleep(0.02)
 
 
 def fake_engine_builder(onnx_path, engine_path, precision="fp32", **kwargs):

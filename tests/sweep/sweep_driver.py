@@ -1,8 +1,9 @@
 """Runs `edgeattn sweep ...` in a subprocess with the stub benchmark and engine builder injected, for the
 signal tests (SIGINT/SIGTERM must reach a real process). Usage: python sweep_driver.py SWEEP-ARGS...
 
+STUB_BENCH_HOLD_FILE holds every timed phase of the stub benchmark until that file exists (see stubbench).
 SWEEP_DRIVER_MIN_INTERVAL_MS lowers the sampling minimum in this process, as the fast_sampling fixture does in the
-test process (tests/sweep/sweep_timing.py), so that `--interval-ms` below 500 passes."""
+test process (tests/sweep_timing.py), so that `--interval-ms` below 500 passes."""
 import os
 import sys
 
@@ -12,7 +13,8 @@ from edgeattn.jetson import ina3221, tegrastats  # noqa: E402
 from edgeattn.sweep import runner  # noqa: E402
 
 fail_at = os.environ.get("STUB_BENCH_FAIL_AT")
-runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None)
+hold_file = os.environ.get("STUB_BENCH_HOLD_FILE")
+runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None, hold_file=hold_file)
 runner.default_engine_builder = lambda plugin_mode=None: stubbench.fake_engine_builder
 # the stub models are placeholders, not ONNX: only a readability check
 runner.default_model_check = lambda *a, **k: runner._basic_model_check

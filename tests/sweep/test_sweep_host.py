@@ -53,7 +53,7 @@ def test_progress_shows_mode_model_repeat_and_eta(plain_host, tmp_path):
     (dict(precisions="int8"), "--precision takes a comma list of fp32, fp16"),
     (dict(repeats=0), "--repeats must be at least 1"),
     (dict(precisions="fp16"), "nothing to measure"),
-    # the product's minimum (the fake-board tests lower it for themselves only, tests/sweep/sweep_timing.py)
+    # the product's minimum (the fake-board tests lower it for themselves only, tests/sweep_timing.py)
     (dict(interval_ms=499), "the power sampling interval must be at least 500 ms"),
 ])
 def test_bad_options_fail_before_anything_runs(plain_host, tmp_path, kwargs, message):
