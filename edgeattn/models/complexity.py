@@ -113,7 +113,7 @@ def _meta_copy(model, img_size):
     return copy.deepcopy(model).to("meta")
 
 
-#: the float32 pointwise ops whose meta kernels _ShapeOnlyPointwise replaces (aten overload names)
+#: the float32 pointwise ops whose meta kernels _ShapeOnlyMeta replaces (aten overload names)
 _POINTWISE_OPS = ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "mul.Tensor", "mul.Scalar",
                   "div.Tensor", "div.Scalar", "neg.default", "abs.default", "reciprocal.default", "exp.default",
                   "log.default", "sqrt.default", "rsqrt.default", "pow.Tensor_Scalar", "tanh.default",
@@ -125,28 +125,52 @@ def _meta_empty(shape):
     return torch.empty(shape, dtype=torch.float32, device="meta")
 
 
-class _ShapeOnlyPointwise(TorchDispatchMode):
-    """Answers the float32 pointwise ops and LayerNorm of a meta forward with an empty tensor of the broadcast shape.
+def _float32(tensors):
+    return all(t.dtype == torch.float32 for t in tensors)
 
-    torch runs the meta kernels of these ops in Python (its reference implementations: about 100 us per add, 570 us
-    per LayerNorm), which made them most of the time of a meta forward, while counting needs only their shapes. The
-    result is float32 with the inputs' broadcast shape, as the real kernels give for float32 inputs and Python
-    scalars; everything else (views, matmuls, convolutions, reductions, integer and boolean tensors, in-place and
-    out= forms) still runs its own meta kernel. Counts are unchanged (tests/models/test_complexity.py compares both
-    ways); `edgeattn models` over every registered model takes 2.5x less time."""
+
+class _ShapeOnlyMeta(TorchDispatchMode):
+    """Answers the float32 pointwise ops, LayerNorm, matrix products and softmax of a meta forward with an empty
+    tensor of the result's shape.
+
+    torch runs the meta kernels of these ops in Python (its reference implementations: about 100 us per add, 500 us
+    per addmm, 570 us per LayerNorm, 900 us per softmax), which made them most of the time of a meta forward, while
+    counting needs only their shapes. The results are contiguous float32 tensors (pointwise ones of the inputs'
+    broadcast shape), as torch's meta kernels give them for float32 inputs and Python scalars. A matrix product
+    whose inner sizes disagree goes to torch's own kernel, which raises as a real forward would. Everything else
+    (views, convolutions, reductions, integer and boolean tensors, in-place and out= forms) still runs its own meta
+    kernel. Counts are unchanged (tests/models/test_complexity.py
+    compares both ways); counting every registered model at 224, 384 and 512 takes 2.6x less time."""
 
     _ops = None  # the OpOverloads of _POINTWISE_OPS, resolved once
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        aten = torch.ops.aten
         if func in self.pointwise_ops() and "out" not in kwargs:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            if tensors and all(t.dtype == torch.float32 for t in tensors):
+            if tensors and _float32(tensors):
                 return _meta_empty(torch.broadcast_shapes(*[t.shape for t in tensors]))
-        elif func is torch.ops.aten.native_layer_norm.default and args[0].dtype == torch.float32:
+        elif func is aten.native_layer_norm.default and args[0].dtype == torch.float32:
             x, normalized = args[0], args[1]
             statistics = tuple(x.shape[:x.dim() - len(normalized)]) + (1,) * len(normalized)
             return _meta_empty(x.shape), _meta_empty(statistics), _meta_empty(statistics)
+        elif func is aten.addmm.default or func is aten.mm.default:
+            a, b = args[-2:] if func is aten.addmm.default else args[:2]
+            if _float32(args[:3]) and a.dim() == b.dim() == 2 and a.shape[1] == b.shape[0]:
+                return _meta_empty((a.shape[0], b.shape[1]))
+        elif func is aten.bmm.default:
+            a, b = args
+            if (_float32(args) and a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0]
+                    and a.shape[2] == b.shape[1]):
+                return _meta_empty((a.shape[0], a.shape[1], b.shape[2]))
+        elif func is aten._safe_softmax.default:  # (x, dim, dtype=None)
+            dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+            if args[0].dtype == torch.float32 and dtype in (None, torch.float32):
+                return _meta_empty(args[0].shape)
+        elif func is aten._softmax.default:  # (x, dim, half_to_float)
+            if args[0].dtype == torch.float32 and not args[2]:
+                return _meta_empty(args[0].shape)
         return func(*args, **kwargs)
 
     @classmethod
@@ -162,13 +186,13 @@ class _ShapeOnlyPointwise(TorchDispatchMode):
         return cls._ops
 
 
-def _shape_only_pointwise():
-    """The dispatch mode count_macs runs its meta forward in (a no-op context with SHAPE_ONLY_POINTWISE off)."""
-    return _ShapeOnlyPointwise() if SHAPE_ONLY_POINTWISE else contextlib.nullcontext()
+def _shape_only_meta():
+    """The dispatch mode count_macs runs its meta forward in (a no-op context with SHAPE_ONLY_META off)."""
+    return _ShapeOnlyMeta() if SHAPE_ONLY_META else contextlib.nullcontext()
 
 
 #: False: count with torch's own meta kernels throughout (what the tests compare the shortcut with)
-SHAPE_ONLY_POINTWISE = True
+SHAPE_ONLY_META = True
 
 
 def count_macs(model, img_size, batch=1):
@@ -193,7 +217,7 @@ def count_macs(model, img_size, batch=1):
                 handles.append(module.register_forward_hook(_attention_hook(tally, fn), with_kwargs=True))
             elif type(module).__name__ in _OPS_ATTENTION_MODULES:
                 raise RuntimeError("no MAC formula for attention module {}".format(type(module).__name__))
-        with torch.no_grad(), _shape_only_pointwise():
+        with torch.no_grad(), _shape_only_meta():
             meta_model(torch.zeros(batch, 3, img_size, img_size, device="meta"))
     finally:
         for handle in handles:

@@ -195,22 +195,23 @@ SHORTCUT_CASES = [("cswin_t24181_elfatt", 384), ("swin_t_agent", 224), ("cswin_t
 
 
 @pytest.mark.parametrize("name,img_size", SHORTCUT_CASES)
-def test_shape_only_pointwise_shortcut_counts_what_torch_meta_kernels_count(name, img_size, monkeypatch):
-    """count_macs answers float32 pointwise ops and LayerNorm with shapes only; torch's own meta kernels throughout
-    must give the same counts (every registered model at 224/384/512 agreed when the shortcut was written)."""
+def test_shape_only_meta_shortcut_counts_what_torch_meta_kernels_count(name, img_size, monkeypatch):
+    """count_macs answers float32 pointwise ops, LayerNorm, matrix products and softmax with shapes only; torch's own
+    meta kernels throughout must give the same counts (every registered model at 224/384/512 agreed when the
+    shortcut was written and when it was extended to matrix products and softmax)."""
     from edgeattn.models import complexity, create_model
 
     with torch.device("meta"):
         model = create_model(name, img_size=img_size)
     fast = complexity.count_macs(model, img_size)
-    monkeypatch.setattr(complexity, "SHAPE_ONLY_POINTWISE", False)
+    monkeypatch.setattr(complexity, "SHAPE_ONLY_META", False)
     assert complexity.count_macs(model, img_size) == fast
 
 
-def test_shape_only_pointwise_shortcut_keeps_shapes_and_leaves_other_dtypes_to_torch():
+def test_shape_only_meta_shortcut_keeps_shapes_and_leaves_other_dtypes_to_torch():
     from edgeattn.models import complexity
 
-    mode = complexity._shape_only_pointwise()
+    mode = complexity._shape_only_meta()
     a, b = torch.empty(2, 1, 5, device="meta"), torch.empty(3, 1, device="meta")
     with mode:
         assert (a + b).shape == (2, 3, 5) and (a * 2.0).dtype == torch.float32
@@ -220,6 +221,45 @@ def test_shape_only_pointwise_shortcut_keeps_shapes_and_leaves_other_dtypes_to_t
         ints = torch.empty(4, dtype=torch.int64, device="meta")
         assert (ints + 1).dtype == torch.int64 and (ints * 0.5).dtype == torch.float32
         assert (a > 0).dtype == torch.bool
+
+
+def _meta(*shape, dtype=torch.float32):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+#: calls whose aten ops the shortcut answers (addmm, mm, bmm, _softmax, _safe_softmax) or leaves to torch (other
+#: dtypes), each compared with torch's own meta kernels
+SHORTCUT_CALLS = {
+    "linear with bias (addmm)": lambda: torch.nn.functional.linear(_meta(6, 8), _meta(5, 8), _meta(5)),
+    "2-D matmul (mm)": lambda: _meta(6, 8) @ _meta(8, 3),
+    "4-D matmul (bmm)": lambda: _meta(2, 3, 7, 4) @ _meta(2, 3, 4, 9),
+    "matmul of a transposed view": lambda: _meta(2, 4, 7).transpose(1, 2) @ _meta(2, 4, 5),
+    "softmax of a permuted view": lambda: _meta(2, 5, 3).permute(0, 2, 1).softmax(-1),
+    "safe softmax (scaled dot-product attention)": lambda: torch.nn.functional.scaled_dot_product_attention(
+        _meta(2, 3, 7, 4), _meta(2, 3, 9, 4), _meta(2, 3, 9, 6)),
+    "float64 matmul (torch's kernel)": lambda: _meta(6, 8, dtype=torch.float64) @ _meta(8, 3, dtype=torch.float64),
+    "softmax to float64 (torch's kernel)": lambda: _meta(4, 5).softmax(-1, dtype=torch.float64),
+}
+
+
+@pytest.mark.parametrize("call", list(SHORTCUT_CALLS.values()), ids=list(SHORTCUT_CALLS))
+def test_shape_only_meta_shortcut_gives_what_torch_meta_kernels_give(call):
+    from edgeattn.models import complexity
+
+    expected = call()
+    with complexity._shape_only_meta():
+        got = call()
+    assert (got.shape, got.dtype, got.stride()) == (expected.shape, expected.dtype, expected.stride())
+
+
+@pytest.mark.parametrize("call", [lambda: _meta(6, 8) @ _meta(7, 3), lambda: _meta(2, 6, 8) @ _meta(3, 8, 3),
+                                  lambda: torch.nn.functional.linear(_meta(6, 8), _meta(5, 7), _meta(5))],
+                         ids=["mm", "bmm", "addmm"])
+def test_shape_only_meta_shortcut_leaves_mismatched_products_to_torch_which_raises(call):
+    from edgeattn.models import complexity
+
+    with complexity._shape_only_meta(), pytest.raises(RuntimeError):
+        call()
 
 
 def test_count_macs_uses_a_meta_model_of_that_size_as_it_is_and_leaves_it_as_it_was():

@@ -23,7 +23,6 @@ from edgeattn.sweep import run_sweep, runner
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TESTS, "sweep"))
 import stubbench  # noqa: E402
-from sweep_timing import FAST_INTERVAL_MS  # noqa: E402
 
 
 def _model(tmp_path, name="m1"):
@@ -37,13 +36,13 @@ def _stub_cli(monkeypatch, fail_at=None):
     monkeypatch.setattr(runner, "default_model_check", lambda *a, **k: runner._basic_model_check)
 
 
-def _interrupted_sweep(board, tmp_path):
+def _interrupted_sweep(board, tmp_path, interval_ms):
     """A sweep with --clocks max that failed after its first measurement: restored, resumable, and its resume
     file names the genuine clock store."""
     out = str(tmp_path / "out")
     with pytest.raises(EdgeAttnError, match="stub benchmark failure"):
         run_sweep([_model(tmp_path)], clocks="max", settle_s=0, repeats=2, duration_s=0.05, out_dir=out,
-                  interval_ms=FAST_INTERVAL_MS, bench=stubbench.make_bench(fail_at=2, sleep_s=0.05),
+                  interval_ms=interval_ms, bench=stubbench.make_bench(fail_at=2, sleep_s=0.05),
                   echo=lambda line: None)
     state_file = os.path.join(out, "sweep-state.json")
     with open(state_file) as handle:
@@ -60,7 +59,7 @@ def _restores_of(board, path):
 def test_resume_refuses_a_clock_store_it_did_not_create(fake_board, fast_sampling, tmp_path, invoke, monkeypatch,
                                                          planted):
     board = fake_board("orin-nano-8gb")
-    out, state_file, state = _interrupted_sweep(board, tmp_path)
+    out, state_file, state = _interrupted_sweep(board, tmp_path, fast_sampling)
     genuine = state["original"]["clocks_store"]
     attacker = tmp_path / "attacker.conf"
     attacker.write_text("/etc/sudoers:ALL ALL=(ALL) NOPASSWD: ALL\n")
