@@ -129,6 +129,13 @@ def _float32(tensors):
     return all(t.dtype == torch.float32 for t in tensors)
 
 
+def _broadcasts_to(shape, target):
+    try:
+        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
+    except RuntimeError:
+        return False
+
+
 class _ShapeOnlyMeta(TorchDispatchMode):
     """Answers the float32 pointwise ops, LayerNorm, matrix products and softmax of a meta forward with an empty
     tensor of the result's shape.
@@ -137,10 +144,10 @@ class _ShapeOnlyMeta(TorchDispatchMode):
     per addmm, 570 us per LayerNorm, 900 us per softmax), which made them most of the time of a meta forward, while
     counting needs only their shapes. The results are contiguous float32 tensors (pointwise ones of the inputs'
     broadcast shape), as torch's meta kernels give them for float32 inputs and Python scalars. A matrix product
-    whose inner sizes disagree goes to torch's own kernel, which raises as a real forward would. Everything else
-    (views, convolutions, reductions, integer and boolean tensors, in-place and out= forms) still runs its own meta
-    kernel. Counts are unchanged (tests/models/test_complexity.py
-    compares both ways); counting every registered model at 224, 384 and 512 takes 2.6x less time."""
+    whose sizes disagree (inner sizes, or a bias that does not broadcast) goes to torch's own kernel, which raises as
+    a real forward would. Everything else (views, convolutions, reductions, integer and boolean tensors, in-place
+    and out= forms) still runs its own meta kernel. Counts are unchanged (tests/models/test_complexity.py compares
+    both ways); counting every registered model at 224, 384 and 512 takes 2.6x less time."""
 
     _ops = None  # the OpOverloads of _POINTWISE_OPS, resolved once
 
@@ -155,10 +162,12 @@ class _ShapeOnlyMeta(TorchDispatchMode):
             x, normalized = args[0], args[1]
             statistics = tuple(x.shape[:x.dim() - len(normalized)]) + (1,) * len(normalized)
             return _meta_empty(x.shape), _meta_empty(statistics), _meta_empty(statistics)
-        elif func is aten.addmm.default or func is aten.mm.default:
-            a, b = args[-2:] if func is aten.addmm.default else args[:2]
-            if _float32(args[:3]) and a.dim() == b.dim() == 2 and a.shape[1] == b.shape[0]:
-                return _meta_empty((a.shape[0], b.shape[1]))
+        elif func is aten.addmm.default or func is aten.mm.default:  # addmm: (bias, a, b)
+            a, b = args[-2:]
+            if _float32(args) and a.dim() == b.dim() == 2 and a.shape[1] == b.shape[0]:
+                shape = (a.shape[0], b.shape[1])
+                if func is aten.mm.default or _broadcasts_to(args[0].shape, shape):
+                    return _meta_empty(shape)
         elif func is aten.bmm.default:
             a, b = args
             if (_float32(args) and a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0]

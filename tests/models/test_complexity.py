@@ -253,8 +253,9 @@ def test_shape_only_meta_shortcut_gives_what_torch_meta_kernels_give(call):
 
 
 @pytest.mark.parametrize("call", [lambda: _meta(6, 8) @ _meta(7, 3), lambda: _meta(2, 6, 8) @ _meta(3, 8, 3),
-                                  lambda: torch.nn.functional.linear(_meta(6, 8), _meta(5, 7), _meta(5))],
-                         ids=["mm", "bmm", "addmm"])
+                                  lambda: torch.nn.functional.linear(_meta(6, 8), _meta(5, 7), _meta(5)),
+                                  lambda: torch.nn.functional.linear(_meta(6, 8), _meta(5, 8), _meta(4))],
+                         ids=["mm", "bmm", "addmm", "addmm-bias"])
 def test_shape_only_meta_shortcut_leaves_mismatched_products_to_torch_which_raises(call):
     from edgeattn.models import complexity
 
