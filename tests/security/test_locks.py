@@ -23,7 +23,6 @@ REPO = os.path.dirname(TESTS)
 DRIVER = os.path.join(TESTS, "sweep", "sweep_driver.py")
 sys.path.insert(0, os.path.join(TESTS, "sweep"))
 import stubbench  # noqa: E402
-from sweep_timing import FAST_INTERVAL_MS  # noqa: E402
 
 
 def _model(tmp_path, name="m1", suffix=".onnx"):
@@ -165,9 +164,9 @@ def test_second_sweep_on_one_board_is_refused_with_the_first_pid(fake_board, fas
     board = fake_board("orin-nano-8gb")
     env = dict(board.env)
     release = tmp_path / "release-first"
-    env.update(held_until(release), SWEEP_DRIVER_MIN_INTERVAL_MS=str(FAST_INTERVAL_MS))
+    env.update(held_until(release), SWEEP_DRIVER_MIN_INTERVAL_MS=str(fast_sampling))
     first = _start_driver([_model(tmp_path, suffix=".engine"), "--modes", "2", "--settle-s", "0", "--repeats", "1",
-                           "--duration-s", "0.05", "--interval-ms", str(FAST_INTERVAL_MS), "-o", tmp_path / "first"],
+                           "--duration-s", "0.05", "--interval-ms", str(fast_sampling), "-o", tmp_path / "first"],
                           env)
     second_out = tmp_path / "second"
     try:
