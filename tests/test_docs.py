@@ -108,3 +108,19 @@ def test_ci_fails_naming_a_missing_tool_before_running_anything(tmp_path, absent
     assert proc.returncode != 0
     assert named in proc.stderr and "missing" in proc.stderr, proc.stderr
     assert not (repo / "ran.txt").exists()
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    """README.md sends users to docs/*.md and the pages link each other and the tree: a moved file breaks a link."""
+    pages = ["README.md"] + sorted(os.path.join("docs", name) for name in os.listdir(os.path.join(REPO, "docs"))
+                                   if name.endswith(".md"))
+    broken = []
+    for page in pages:
+        with open(os.path.join(REPO, page), encoding="utf-8") as handle:
+            text = handle.read()
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not re.match(r"[a-z]+:", target) and not os.path.exists(
+                    os.path.join(REPO, os.path.dirname(page), target)):
+                broken.append("{} -> {}".format(page, target))
+    assert pages[1:], "docs/ has no pages"
+    assert not broken, broken

@@ -5,7 +5,7 @@ torch can still run ``edgeattn bench`` on a Jetson, and a command whose optional
 listed with the reason instead of breaking the whole CLI.
 
 Each entry of :data:`COMMANDS` names the module and the click command object inside it. A command module must
-import only what its device-side promise allows at module level (see README, "Device-side path").
+import only what its device-side promise allows at module level (docs/dependencies.md, the board-side rule).
 """
 import importlib
 import sys

@@ -82,7 +82,7 @@ def ops_bench(json_path, tokens, heads, head_dim, window_size, threads, repeats,
     from ..progress import Progress
 
     try:
-        # the operator being timed as a live line on a terminal, nothing in pipes (README "Output conventions")
+        # the operator being timed as a live line on a terminal, nothing in pipes (docs/outputs.md)
         with Progress("ops-bench") as shown:
             def progress(done, total, message):
                 shown.update(message, completed=done, total=total)

@@ -1,4 +1,4 @@
-"""The board-side dependency rule (README "Dependencies"): every board-side requirement has a lower bound whose
+"""The board-side dependency rule (docs/dependencies.md): every board-side requirement has a lower bound whose
 manylinux aarch64 wheels exist on PyPI for each JetPack line's CPython and glibc (or is pure Python), and the whole
 set resolves to wheels. The PyPI part asks pip itself, as a Jetson would; it is skipped when PyPI is unreachable."""
 import importlib.util
