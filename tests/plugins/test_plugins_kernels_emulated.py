@@ -62,6 +62,7 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         for name in ("edgeattn_emu_float_to_half", "edgeattn_emu_half_to_float"):
             getattr(self.emu, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         self.emu.edgeattn_emu_select_device.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        self.emu.edgeattn_emu_set_block_order.argtypes = [ctypes.c_uint]
 
     def reset(self):
         self.emu.edgeattn_emu_reset()
@@ -75,6 +76,11 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         """Reverse: blocks, warps and lanes in reverse order. Default warp-greedy: each warp runs ahead until all
         its lanes wait at __syncthreads; round_robin: every runnable thread advances one barrier per pass."""
         self.emu.edgeattn_emu_set_schedule((1 if reverse else 0) | (2 if round_robin else 0))
+
+    def set_block_order(self, seed):
+        """0: blocks in index order (reversed by the reverse schedule); else a pseudo-random permutation of that
+        seed: the order in which blocks arrive at a last-block-to-arrive counter."""
+        self.emu.edgeattn_emu_set_block_order(seed)
 
     def fault(self):
         return self.emu.edgeattn_emu_fault().decode()
@@ -102,6 +108,7 @@ def emulated_kernels(emulated_library):
 def _fresh(library):
     library.reset()
     library.set_schedule(False)
+    library.set_block_order(0)
     library.set_compute_capability(7, 5)
     library.set_kernel_path("auto")
 
@@ -282,6 +289,39 @@ def test_a_missing_barrier_changes_the_result_between_schedules(kernels):
     expected = _f32((np.arange(64) + 1) % 64)
     assert np.array_equal(outputs[False, 1], expected) and np.array_equal(outputs[True, 1], expected)
     assert not np.array_equal(outputs[False, 0], outputs[True, 0], equal_nan=True)
+
+
+def test_block_order_permutes_the_arrival_at_a_ticket_counter(kernels):
+    """Blocks run in index order, reversed, or in a seeded permutation (edgeattn_emu_set_block_order). A sum that
+    adds the blocks' partials in arrival order (float atomicAdd) changes its bits with the order; the
+    last-block-to-arrive pattern the linear-attention reductions use (partials stored, a ticket taken, the last
+    block adds them in block order) gives numpy's left-to-right float32 sum of the partials in every order."""
+    blocks, per_block = 37, 5
+    values = _f32(np.random.default_rng(3).standard_normal(blocks * per_block) * np.logspace(0, 6, blocks * per_block))
+    partials_expected = np.zeros(blocks, dtype=np.float32)
+    for b in range(blocks):
+        for i in range(per_block):
+            partials_expected[b] = np.float32(partials_expected[b] + values[b * per_block + i])
+    expected = np.float32(0.0)
+    for partial in partials_expected:
+        expected = np.float32(expected + partial)
+    results = {}
+    for fixed in (1, 0):
+        for reverse, seed in ((False, 0), (True, 0), (False, 1), (False, 2), (False, 3)):
+            kernels.set_schedule(reverse)
+            kernels.set_block_order(seed)
+            partials = np.full(blocks, np.nan, dtype=np.float32)
+            ticket = np.zeros(1, dtype=np.uint32)
+            out = np.zeros(1, dtype=np.float32)
+            assert kernels.emu.edgeattn_emu_selftest_ticket_sum(_p(values), _p(partials), _p(ticket), _p(out),
+                                                                 blocks, per_block, fixed) == 0
+            results[fixed, reverse, seed] = out[0]
+            if fixed:
+                assert ticket[0] == blocks and np.array_equal(partials, partials_expected)
+                assert out[0].tobytes() == expected.tobytes(), (reverse, seed, out[0], expected)
+    arrival_order = {results[0, reverse, seed].tobytes() for reverse, seed in ((False, 0), (True, 0), (False, 1),
+                                                                               (False, 2), (False, 3))}
+    assert len(arrival_order) > 1, "permuted block orders must change an arrival-order float sum"
 
 
 def test_warp_greedy_schedule_exposes_warps_running_ahead(kernels):

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -124,6 +125,8 @@ std::string gFaultMessage;
 std::vector<LaunchRecord> gLaunches;
 std::map<void const*, int> gMaxDynamicShared;
 bool gReverse = false;
+//! 0: blocks in index order (reversed with gReverse); else the seed of a pseudo-random arrival order.
+unsigned int gBlockOrderSeed = 0;
 bool gWarpGreedy = true;
 
 //! The emulated devices: a compute capability and the arch the library's code for it "was compiled for" (what
@@ -781,6 +784,34 @@ cudaError_t setFunctionAttribute(void const* function, int attribute, int value)
     return gLastError = cudaErrorInvalidValue;
 }
 
+namespace
+{
+
+//! The blocks' run order when gBlockOrderSeed is set (empty otherwise): a Fisher-Yates shuffle driven by
+//! std::mt19937 (its sequence is fixed by the C++ standard, so a seed means the same order everywhere).
+std::vector<unsigned long long> blockOrder(unsigned long long blocks)
+{
+    std::vector<unsigned long long> order;
+    if (gBlockOrderSeed == 0)
+    {
+        return order;
+    }
+    order.resize(static_cast<size_t>(blocks));
+    for (unsigned long long k = 0; k < blocks; ++k)
+    {
+        order[static_cast<size_t>(k)] = k;
+    }
+    std::mt19937 generator(gBlockOrderSeed);
+    for (unsigned long long k = blocks; k > 1; --k)
+    {
+        unsigned long long const j = generator() % k;
+        std::swap(order[static_cast<size_t>(k - 1)], order[static_cast<size_t>(j)]);
+    }
+    return order;
+}
+
+} // namespace
+
 void runLaunch(char const* kernel, char const* caller, void const* function, dim3 grid, dim3 block,
     size_t sharedBytes, cudaStream_t /*stream*/, BlockBody body, void* context)
 {
@@ -846,9 +877,10 @@ void runLaunch(char const* kernel, char const* caller, void const* function, dim
     size_t maxStatic = 0;
     unsigned long long const blocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
     bool ok = true;
+    std::vector<unsigned long long> const order = blockOrder(blocks);
     for (unsigned long long k = 0; k < blocks && ok; ++k)
     {
-        unsigned long long const index = gReverse ? blocks - 1 - k : k;
+        unsigned long long const index = order.empty() ? (gReverse ? blocks - 1 - k : k) : order[k];
         blockIdxValue = uint3{static_cast<unsigned int>(index % grid.x),
             static_cast<unsigned int>((index / grid.x) % grid.y), static_cast<unsigned int>(index / grid.x / grid.y)};
         ok = runBlock(static_cast<int>(threads));
@@ -1052,6 +1084,14 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_set_schedule(int mode)
 {
     gReverse = (mode & 1) != 0;
     gWarpGreedy = (mode & 2) == 0;
+}
+
+//! The order in which the blocks of every later launch run (and so arrive at a last-block-to-arrive counter):
+//! 0 = index order (reversed by edgeattn_emu_set_schedule's bit 0), any other value seeds a pseudo-random
+//! permutation. Warps and lanes keep the schedule's order.
+EDGEATTN_EMU_EXPORT void edgeattn_emu_set_block_order(unsigned int seed)
+{
+    gBlockOrderSeed = seed;
 }
 
 //! Makes the emulated device of compute capability major.minor current (cudaGetDevice returns its ordinal), with

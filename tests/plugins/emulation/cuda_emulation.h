@@ -742,6 +742,25 @@ inline void __syncwarp(unsigned int mask = 0xffffffffU)
     cuda_emu::detail::warpBallot(mask, false);
 }
 
+// Memory fences and cache-global loads: the blocks of a grid run here one after the other, each to completion, so
+// every global store of an earlier block is visible to a later one and the fences have nothing to order (what they
+// guarantee on a GPU, e.g. for the last-block-to-arrive reductions, the GPU tests check). The arrival order of the
+// blocks is what a kernel can observe: edgeattn_emu_set_block_order permutes it.
+inline void __threadfence()
+{
+}
+
+inline void __threadfence_block()
+{
+}
+
+//! ld.global.cg (cache at L2 only: another block's fresh stores, never a stale L1 line): a plain load here.
+template <typename T>
+T __ldcg(T const* address)
+{
+    return *address;
+}
+
 // Atomics: blocks and threads never run concurrently here, so plain read-modify-write is atomic.
 template <typename T>
 T atomicAdd(T* address, T value)

@@ -399,7 +399,56 @@ __global__ void badLdmatrixKernel(uint32_t* out, int misaligned)
     out[threadIdx.x] = r[0];
 }
 
+/*
+ * Sum of `perBlock` values per block, then of the blocks' partial sums: fixedOrder = 1 is the last-block-to-arrive
+ * pattern of the linear-attention reductions (partials stored and fenced, a ticket taken, the last block adds them
+ * in block order: the same bits whichever block arrives last); fixedOrder = 0 adds each partial to *out with a float
+ * atomicAdd in arrival order (the rounding depends on that order).
+ */
+__global__ void ticketSumKernel(float const* in, float* partials, unsigned int* ticket, float* out, int perBlock,
+    int fixedOrder)
+{
+    float* const isLast = sharedFloats();
+    if (threadIdx.x == 0)
+    {
+        float sum = 0.0F;
+        for (int i = 0; i < perBlock; ++i)
+        {
+            sum += in[blockIdx.x * perBlock + i];
+        }
+        if (fixedOrder)
+        {
+            partials[blockIdx.x] = sum;
+            __threadfence();
+            isLast[0] = atomicAdd(ticket, 1U) == gridDim.x - 1 ? 1.0F : 0.0F;
+        }
+        else
+        {
+            atomicAdd(out, sum);
+            isLast[0] = 0.0F;
+        }
+    }
+    __syncthreads();
+    if (isLast[0] != 0.0F && threadIdx.x == 0)
+    {
+        __threadfence();
+        float total = 0.0F;
+        for (unsigned int b = 0; b < gridDim.x; ++b)
+        {
+            total += __ldcg(partials + b);
+        }
+        *out = total;
+    }
+}
+
 } // namespace
+
+SELFTEST_API int edgeattn_emu_selftest_ticket_sum(float const* in, float* partials, unsigned int* ticket, float* out,
+    int blocks, int perBlock, int fixedOrder)
+{
+    ticketSumKernel<<<blocks, 32, sizeof(float)>>>(in, partials, ticket, out, perBlock, fixedOrder);
+    return cudaGetLastError();
+}
 
 SELFTEST_API int edgeattn_emu_selftest_mma_table(float const* a, float const* b, float const* c, float* d,
     int const* tableA, int const* tableB, int const* tableC, int bf16)
