@@ -434,7 +434,8 @@ def _numpy_dtype(dtype):
 
 
 def parse_exported_outputs(text):
-    """trtexec ``--exportOutput`` (trtexec.md 1.3: one record per output binding, ``dimensions`` as ``AxB``,
+    """trtexec ``--exportOutput`` (NVIDIA/TensorRT ``samples/common/sampleReporting.cpp``,
+``exportJSONOutput``: one record per output binding, ``dimensions`` as ``AxB``,
     values of the last iteration, outputs in no particular order) -> OrderedDict sorted by name."""
     from .trtexec.exports import _load_records
 

@@ -160,7 +160,8 @@ def graph_nodes(model, custom_only=False):
 
 
 def custom_ops(model):
-    """The distinct plugin lookups a model needs, as TensorRT's parser forms them (tensorrt.md §2.1):
+    """The distinct plugin lookups a model needs, as TensorRT's parser forms them (op type,
+    ``plugin_version`` or "1", ``plugin_namespace`` or ""; docs/custom-ops.md):
     ``[{"op_type", "domain", "plugin_version", "plugin_namespace", "has_namespace_attribute", "count"}]``."""
     found = {}
     for node in graph_nodes(model, custom_only=True):

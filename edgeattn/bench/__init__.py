@@ -1,6 +1,6 @@
 """Benchmarks with every iteration recorded: ONNX Runtime, TensorRT (Python) and trtexec behind one API.
 
-``run_benchmark`` returns the INTERFACES §5 record (schema ``edgeattn.bench/1``)::
+``run_benchmark`` returns one record (schema ``edgeattn.bench/1``, docs/outputs.md)::
 
     {"schema": "edgeattn.bench/1",
      "model": {"path", "name", "sha256", "kind": "onnx" | "engine"},

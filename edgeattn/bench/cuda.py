@@ -2,7 +2,8 @@
 
 UNVERIFIED (no GPU in this repository's CI). Two implementations over the CUDA runtime's *primary* context - the
 same context torch and TensorRT use - so there is exactly one context owner per process and never a
-``pycuda.autoinit`` (peers-and-style.md §C.8):
+``pycuda.autoinit``, whose own context beside torch's and TensorRT's gives "invalid resource handle", zero
+outputs or hangs (NVIDIA/TensorRT issues #1133, #4335, #4608):
 
 * torch with CUDA, when torch is importable and sees a GPU;
 * cuda-python (``cuda.bindings.runtime``, or ``cuda.cudart`` in older releases) otherwise.

@@ -3,7 +3,7 @@
 Order of work: read and check the ONNX (the onnx package, without external weights), resolve the optimization
 profile, the plugin mode (``--plugins on|off|auto``, :mod:`.plugin_selection`) and the plugin library, replace the
 custom ops that run without plugins by their standard-op decomposition, pick the ONNX variant the target TensorRT
-needs (tensorrt.md §2.4), apply the precision policy, build into a temporary file, then write the manifest and
+needs (docs/custom-ops.md: TensorRT 9.0-10.6 inline a same-named local function instead of calling the plugin), apply the precision policy, build into a temporary file, then write the manifest and
 rename the engine into place; ``auto`` builds and times each candidate in a temporary directory first and moves
 only the fastest into place. A failure at any step leaves no engine and no manifest behind.
 """

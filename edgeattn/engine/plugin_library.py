@@ -1,6 +1,6 @@
 """Which plugin library a build or benchmark uses, and what it provides.
 
-Finding and loading the library is ``edgeattn.plugins``' job (INTERFACES §3); this module only decides *which*
+Finding and loading the library is ``edgeattn.plugins``' job; this module only decides *which*
 library and records what it is. Loading a shared library runs its code, so a library is only ever taken from a
 place the user chose: ``--plugins PATH``, ``EDGEATTN_PLUGIN_LIB`` (the board's configured plugin location), the
 installed package or the checkout's build directory. An engine manifest is data that travels with an engine (a

@@ -1,6 +1,7 @@
 """One precision policy for FP32 and FP16 engines, whichever way the TensorRT version types its networks.
 
-FP16 breaks vision transformers in known places (peers-and-style.md §C.4): LayerNorm (the variance overflows FP16
+FP16 breaks vision transformers in known places (NVIDIA/TensorRT issues #2709, #3999, #4723; mit-han-lab/efficientvit
+issue #142: "leads to overflow in the LayerNorm layers"): LayerNorm (the variance overflows FP16
 beyond |x - mean| ~ 256), softmax and the normaliser reductions/divisions of linear attention (sums of thousands of
 terms; eps 1e-15 underflows). The policy keeps exactly those "FP32 islands" in FP32 and runs everything else in FP16:
 

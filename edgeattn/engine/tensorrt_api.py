@@ -4,9 +4,10 @@ UNVERIFIED: this repository's CI has no TensorRT and no GPU, so nothing here has
 TensorRT 8.2 -> 10.x Python API (tensor-name API from 8.5, binding API before) and is kept as small as possible.
 The trtexec backend, which is tested against replays of real trtexec output, is the verified path.
 
-Process-wide rules (peers-and-style.md §C.3, §C.8): one ``trt.Logger`` for every builder/runtime (several loggers
-crashed TensorRT on Orin), plugin libraries loaded - ours through ``edgeattn.plugins``, NVIDIA's through
-``trt.init_libnvinfer_plugins`` - before any parse or deserialization.
+Process-wide rules: one ``trt.Logger`` for every builder/runtime (several loggers crashed TensorRT on an AGX Orin,
+NVIDIA/TensorRT issue #4134), plugin libraries loaded - ours through ``edgeattn.plugins``, NVIDIA's through
+``trt.init_libnvinfer_plugins`` - before any parse or deserialization (otherwise "Cannot deserialize plugin since
+corresponding IPluginCreator not found", NVIDIA/TensorRT issue #955).
 """
 import ctypes
 import os

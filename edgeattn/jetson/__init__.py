@@ -33,7 +33,8 @@ SYSTEM_TOOL_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 def privileged(args):
     """``args`` prefixed with ``sudo -n`` when needed: nvpmodel -m and every jetson_clocks action need root
-    (jetson.md §2.2, §3.1). ``-n`` makes sudo fail at once instead of prompting for a password; stdin is closed
+    (NVIDIA's docs always run ``sudo nvpmodel -m``; the jetson_clocks script exits "Run this script ... as a root
+    user"). ``-n`` makes sudo fail at once instead of prompting for a password; stdin is closed
     anyway. sudo itself is resolved like the board tools (system directories before PATH)."""
     mode = (os.environ.get(SUDO_ENV) or "auto").lower()
     if mode == "never":
@@ -54,7 +55,7 @@ def _executable(candidate):
 def find_tool(name, fallback_dirs=SYSTEM_TOOL_DIRS):
     """Absolute path of a board tool, or None. Order: the directories in ``EDGEATTN_TOOL_DIRS`` (set on purpose,
     e.g. by the test fakes), then the system directories NVIDIA installs them in (nvpmodel is /usr/sbin/nvpmodel,
-    jetson_clocks and tegrastats /usr/bin, jetson.md §2.1, §3.1, §4.1), and only then PATH, which an ordinary
+    jetson_clocks and tegrastats /usr/bin on every L4T release), and only then PATH, which an ordinary
     user's shell may extend with writable directories. The absolute path is what sudo is given, so sudo runs
     exactly it."""
     import shutil

@@ -1,6 +1,7 @@
 """Which board is this: device-tree model and compatible strings, module part number, L4T and JetPack release.
 
-Sources (jetson.md §7.1): ``/proc/device-tree/model`` (NUL-terminated, human-readable only),
+Sources (as rbonghi/jetson_stats ``jtop/core/jetson_variables.py`` and dusty-nv/jetson-containers
+``jetson_containers/l4t_version.py`` read them): ``/proc/device-tree/model`` (NUL-terminated, human-readable only),
 ``/proc/device-tree/compatible`` (NUL-separated, most specific first), ``/proc/device-tree/nvidia,dtsfilename``,
 ``/etc/nv_tegra_release`` (first line ``# R36 (release), REVISION: 4.3, ...``) and the ``/etc/nvpmodel.conf``
 symlink, whose target names the per-SKU conf (``nvpmodel_p3767_0003_super.conf``).
@@ -11,7 +12,7 @@ import re
 
 from . import rooted
 
-#: L4T release -> JetPack (jetson.md §7.2, jtop NVIDIA_JETPACK, verbatim subset).
+#: L4T release -> JetPack (rbonghi/jetson_stats ``jtop/core/jetson_variables.py`` NVIDIA_JETPACK, verbatim subset).
 L4T_TO_JETPACK = {
     "32.4.4": "4.4.1", "32.5.0": "4.5", "32.5.1": "4.5.1", "32.5.2": "4.5.1", "32.6.1": "4.6", "32.7.1": "4.6.1",
     "32.7.2": "4.6.2", "32.7.3": "4.6.3", "32.7.4": "4.6.4", "32.7.5": "4.6.5", "32.7.6": "4.6.6",
@@ -22,7 +23,7 @@ L4T_TO_JETPACK = {
     "38.4.0": "7.1", "39.0.0": "7.2 EA", "39.2.0": "7.2 GA",
 }
 
-#: CUDA compute capability by SoC (jetson.md §7.1, jtop CUDA_TABLE).
+#: CUDA compute capability by SoC (rbonghi/jetson_stats ``jtop/core/jetson_variables.py`` CUDA_TABLE).
 SOC_COMPUTE_CAPABILITY = {"tegra210": "5.3", "tegra186": "6.2", "tegra194": "7.2", "tegra234": "8.7",
                           "tegra264": "11.0"}
 
@@ -86,7 +87,8 @@ def parse_compatible(raw):
 
 
 def parse_nv_tegra_release(text):
-    """``# R36 (release), REVISION: 4.3, ...`` -> "36.4.3" (jetson.md §7.1; jc l4t_version.py). None if absent."""
+    """``# R36 (release), REVISION: 4.3, ...`` -> "36.4.3" (as dusty-nv/jetson-containers
+    ``jetson_containers/l4t_version.py`` reads it). None if absent."""
     if not text:
         return None
     for line in text.splitlines():
@@ -101,7 +103,7 @@ def parse_nv_tegra_release(text):
 
 
 def jetpack_for_l4t(release):
-    """JetPack version for an L4T release (jetson.md §7.2), or None when the table does not list it."""
+    """JetPack version for an L4T release (:data:`L4T_TO_JETPACK`), or None when the table does not list it."""
     if not release:
         return None
     return L4T_TO_JETPACK.get(release)
@@ -122,7 +124,8 @@ def module_id_from(compatible, dts_filename=None):
 
 
 def nvpmodel_conf_target(root="/"):
-    """Basename of the file ``/etc/nvpmodel.conf`` links to (it is a symlink made at boot, jetson.md §1.0), or
+    """Basename of the file ``/etc/nvpmodel.conf`` links to (a symlink NVIDIA's ``nvpower.sh`` makes at
+    boot to the SKU's ``/etc/nvpmodel/nvpmodel_*.conf``), or
     ``nvpmodel.conf`` when it is a plain file, or None when it does not exist."""
     path = rooted(root, "/etc/nvpmodel.conf")
     if os.path.islink(path):

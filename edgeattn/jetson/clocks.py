@@ -2,7 +2,8 @@
 
 Every action needs root (the script exits with ``Error: Run this script(...) as a root user``); ``--store`` to an
 existing file prompts on stdin, so a fresh explicit path is always used; ``--restore`` needs the file
-(jetson.md §3.1). ``--show`` formats differ across releases (jetson.md §3.2): JetPack 4 ``cpuN: Online=1 ...``,
+(the ``main()`` of NVIDIA's ``/usr/bin/jetson_clocks`` script). ``--show`` formats differ across releases (real
+captures in tests/fixtures/jetson/clocks): JetPack 4 ``cpuN: Online=1 ...``,
 JetPack 5/6 ``cpuN:  Online=1 ...`` and ``Active GPU TPCs``, R39 ``Online CPUs: 0-5, Offline CPUs:`` and no
 ``Online=`` per core, several fan line styles, and a final ``NV Power Mode: X`` when nvpmodel exists.
 """
@@ -329,5 +330,6 @@ def restore(path, timeout=TIMEOUT_S):
 
 
 def lock(timeout=TIMEOUT_S):
-    """Run ``jetson_clocks`` without options: clocks pinned at the current mode's maxima (jetson.md §3.1)."""
+    """Run ``jetson_clocks`` without options: clocks pinned at the current mode's maxima (the
+    script's usage text: "set static max frequency to CPU, GPU and EMC clocks")."""
     _run([], timeout)

@@ -1,6 +1,7 @@
 """nvpmodel: read the mode table (conf file or ``nvpmodel -p --verbose``), query the current mode, switch modes.
 
-Formats and behaviours (jetson.md §1.9, §2): ``nvpmodel -q`` prints optional ``NVPM WARN``/``NV Fan Mode`` lines,
+Formats and behaviours (the conf header's FORMAT comment in NVIDIA's ``/etc/nvpmodel/*.conf``; rbonghi/jetson_stats
+``jtop/core/nvpmodel.py``; real captures in tests/fixtures/jetson/nvpmodel): ``nvpmodel -q`` prints optional ``NVPM WARN``/``NV Fan Mode`` lines,
 ``NV Power Mode: <NAME>`` and the numeric ID on the next line, and (unprivileged) trailing ``NVPM ERROR`` lines;
 ``-q --verbose`` adds ``NVPM VERB: PARAM ...: REAL_VAL: x CONF_VAL: y`` lines; ``-p --verbose`` dumps the parsed
 conf (``PM_CONFIG: DEFAULT=NAME(id)``, ``POWER_MODEL: ID=n NAME=x``, setting lines); ``-m <id>`` switches live
@@ -14,7 +15,8 @@ from .._subprocess import run_command
 from ..errors import EdgeAttnError
 from . import find_tool, privileged, resolve_rooted
 
-#: ``nvpmodel -q`` can take ~2.5 s under systemd; jtop raised its timeout to 10 s (jetson.md §2.1).
+#: ``nvpmodel -q`` can take ~2.5 s under systemd; jtop raised its timeout to 10 s
+#: (rbonghi/jetson_stats commit f8f51ae1, "fix(nvpmodel): raise timeout").
 QUERY_TIMEOUT_S = 10
 SWITCH_TIMEOUT_S = 60
 
@@ -85,7 +87,7 @@ class ConfMode(object):
 
     @property
     def emc_max_hz(self):
-        # Old confs write "EMC MAX_FREQ 0" for "no cap" (jetson.md §0).
+        # Old confs write "EMC MAX_FREQ 0" for "no cap" (NVIDIA's Xavier confs, e.g. nvpmodel_t194.conf).
         return self._max_over(lambda p: p == "EMC", zero_is_uncapped=True)
 
     @property
@@ -113,8 +115,8 @@ class ConfMode(object):
 
     @property
     def reboot_key(self):
-        """Modes with equal keys switch live; a different key makes nvpmodel ask for a reboot (jtop's rule,
-        jetson.md §1.0/§8.2). None when the conf has no power-gating masks (e.g. Jetson Nano: always live)."""
+        """Modes with equal keys switch live; a different key makes nvpmodel ask for a reboot (jtop's rule in
+        ``jtop/core/nvpmodel.py``: a mode whose TPC_PG_MASK differs "is not compatible" without a reboot). None when the conf has no power-gating masks (e.g. Jetson Nano: always live)."""
         if self.tpc_pg_mask is None and self.fbp_pg_mask is None:
             return None
         return (self.tpc_pg_mask, self.fbp_pg_mask)
@@ -169,7 +171,8 @@ def _strip_comment(line):
 
 
 def parse_conf(text, source=None):
-    """Parse an nvpmodel conf file (jetson.md §1.9). Lenient: ``<PARAM`` without a space, inline comments,
+    """Parse an nvpmodel conf file (``< PARAM ... >``, ``< POWER_MODEL ID=n NAME=x >``, ``< PM_CONFIG DEFAULT=n >``
+    sections, as the conf header describes). Lenient: ``<PARAM`` without a space, inline comments,
     ``...`` elisions and unknown lines are tolerated."""
     conf = NvpmodelConf(source=source)
     current = None
@@ -201,7 +204,7 @@ def parse_conf(text, source=None):
 
 
 def parse_parse_verbose(text, source="nvpmodel -p --verbose"):
-    """Parse ``nvpmodel -p --verbose`` (jetson.md §2.5): the default, every mode and its settings."""
+    """Parse ``nvpmodel -p --verbose`` (jtop's ``nvpmodel_decode`` reads the same): the default, every mode and its settings."""
     conf = NvpmodelConf(source=source)
     current = None
     for raw in (text or "").splitlines():
@@ -250,7 +253,7 @@ class QueryResult(object):
 
 def parse_query(text):
     """Parse ``nvpmodel -q`` or ``-q --verbose`` output. By regex, not line position: WARN, fan and error lines
-    may come before or after the mode (jetson.md §2.3, jtop issue #148)."""
+    may come before or after the mode (rbonghi/jetson_stats issue #148)."""
     result = QueryResult()
     lines = (text or "").splitlines()
     for index, raw in enumerate(lines):
@@ -312,7 +315,7 @@ _PRIVILEGE_MARKERS = ("Please run as root", "superuser privileges", "a password 
 
 
 def parse_switch(text, returncode, mode_id=None):
-    """Classify ``nvpmodel -m`` output (jetson.md §2.6, §2.7). The exit status of a declined reboot is not
+    """Classify ``nvpmodel -m`` output (captures in tests/fixtures/jetson/nvpmodel). The exit status of a declined reboot is not
     documented, so the text decides first."""
     errors, warnings = [], []
     for raw in (text or "").splitlines():
@@ -371,7 +374,7 @@ def current_mode(timeout=QUERY_TIMEOUT_S):
 
 
 def read_modes(root="/", timeout=QUERY_TIMEOUT_S):
-    """The board's modes: ``/etc/nvpmodel.conf`` parsed directly (jetson.md §2.5 recommends it), else
+    """The board's modes: ``/etc/nvpmodel.conf`` parsed directly (it is the file nvpmodel itself reads), else
     ``nvpmodel -p --verbose``. None when neither is available."""
     path = resolve_rooted(root, "/etc/nvpmodel.conf")
     try:
@@ -391,7 +394,8 @@ def read_modes(root="/", timeout=QUERY_TIMEOUT_S):
 
 def set_mode(mode_id, accept_reboot=False, timeout=SWITCH_TIMEOUT_S):
     """Run ``sudo -n nvpmodel -m <id>`` with the reboot prompt answered through stdin: ``NO`` unless
-    ``accept_reboot`` (then ``YES``, and the board reboots). Never hangs on the prompt (jetson.md §2.6)."""
+    ``accept_reboot`` (then ``YES``, and the board reboots). Never hangs on the prompt (it reads stdin: an inherited
+    stdin with output redirected waits forever)."""
     tool = nvpmodel_path()
     if tool is None:
         raise EdgeAttnError("nvpmodel is not installed (looked on PATH, /usr/sbin, /usr/bin)")

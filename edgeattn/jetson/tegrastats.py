@@ -1,6 +1,6 @@
 """tegrastats: one parser for every format from JetPack 4 to 7, and a sampler that runs tegrastats itself.
 
-Formats (jetson.md §4.2-4.4): optional ``MM-DD-YYYY HH:MM:SS`` prefix (JetPack 5+); ``RAM``/``SWAP``/``IRAM``
+Formats (real captures in tests/fixtures/jetson/tegrastats; rbonghi/jetson_stats ``jtop/core/tegra_parse.py``): optional ``MM-DD-YYYY HH:MM:SS`` prefix (JetPack 5+); ``RAM``/``SWAP``/``IRAM``
 blocks; ``CPU [X%@F,off,...]``; engines ``NAME X%``, ``X%@F``, ``X%@[F,F]``, ``@F``, ``@[F]``, a bare number
 (``APE 174``) or ``off``; temperatures ``name@T C`` in any case, ``-256C`` for absent sensors, JetPack 7's
 ``cpu@52.9C/52.9C``; rails ``NAME cur/avg`` (JetPack 4, mW without unit), ``curmW/avgmW`` and JetPack 7.2's three
@@ -8,7 +8,7 @@ values ``a/b/c`` (only the first two have a documented meaning: current and runn
 Non-root runs drop some fields (frequencies, ``APE``); the parser takes what is there.
 
 The sampler spawns ``tegrastats --interval N`` and reads its stdout; it never runs ``tegrastats --stop``, which
-stops *every* tegrastats on the machine, including jtop's (jetson.md §4.1, §8.6): it terminates its own process.
+stops *every* tegrastats on the machine, including jtop's: it terminates its own process.
 A long-running reader cannot go through ``run_command`` (which waits for the command to finish), so this is the
 one place that starts a process directly: argument list, stdin closed, and always terminated in ``stop()``.
 """
@@ -21,7 +21,8 @@ import time
 from ..errors import EdgeAttnError
 from . import find_tool
 
-#: INA3221 averages refresh every ~430 ms (jetson.md §5.1); sampling faster only repeats values.
+#: INA3221 averages refresh every ~430 ms (NVIDIA's ``nvpower.sh``
+#: configures 512-sample averages at boot); sampling faster only repeats values.
 MIN_INTERVAL_MS = 500
 
 _DATE_RE = re.compile(r"^\d{1,2}-\d{1,2}-\d{4}$")
@@ -37,7 +38,7 @@ _CPU_CORE_RE = re.compile(r"^(\d+)%(?:@(\d+))?$")
 
 #: Sensors that are not temperatures of the chip: tegrastats prints PMIC@100C as a constant (every capture).
 NON_CHIP_SENSORS = ("pmic",)
-#: tegrastats prints -256C for a sensor that is absent (jetson.md §4.2, AGX Orin JetPack 5).
+#: tegrastats prints -256C for a sensor that is absent (AGX Orin, JetPack 5; tests/fixtures/jetson/tegrastats).
 ABSENT_TEMPERATURE_C = -256.0
 
 

@@ -14,7 +14,8 @@ What is NOT counted: normalisations (LayerNorm, BatchNorm), activations, softmax
 feature maps, divisions by normalisers, residual and position-embedding additions, pooling, reshapes. This is the
 fvcore "MAC = FLOP" convention the ELFATT, EfficientViT, SOFT and FLuRKA tables use, minus fvcore's norm
 handles: on CSWin-T24181 fvcore's LayerNorm count adds about 0.02 G, which is most of the gap between our
-counts and the ELFATT paper's (digest operators-elfatt-qtvit.md section 2.4).
+counts and the ELFATT paper's (its Table I MACs sit 0.017-0.024 G above our analytic 4.073 G for CSWin-T24181
+without the attention cores).
 
 The result separates the attention cores (``attention_core``) and, inside them, the softmax attention cores
 (``softmax_core``: full softmax, CSWin stripes, blockify windows) because the ELFATT paper reports each model

@@ -2,7 +2,8 @@
 Agent, FLatten).
 
 Architecture (CSWin, Dong et al. CVPR 2022; the 2-4-18-1 "24181" tiny variant as defined in the FLatten /
-Agent-Attention repositories and used by ELFATT, digest operators-elfatt-qtvit.md section 2.1):
+Agent-Attention repositories (``FLatten_CSWin_64_24181_tiny_224`` in LeapLabTHU/FLatten-Transformer
+``models/flatten_cswin.py``, ``Agent_CSWin_64_24181_tiny_224`` in LeapLabTHU/Agent-Attention) and used by ELFATT):
 
 * stem ``Conv2d(3, C1, 7, stride 4, padding 2)`` -> tokens -> LayerNorm;
 * four stages of pre-LN blocks ``x + attn(LN(x)); x + MLP(LN(x))`` (MLP 4x, GELU; qkv with bias), widths
@@ -25,7 +26,8 @@ Every attention module comes from :mod:`edgeattn.ops` (qkv projection, core, LeP
 
 EFFATT and ELFATT use the paper's hybrid third stage: VaniATT (= the GLOBAL module) and ELFATT alternate,
 VaniATT first ("VaniATT-ELFATT-...-VaniATT-ELFATT", ELFATT paper section IV-E). The ELFATT paper's MACs only
-reconcile with that layout for its EFFATT row too (nFA - FA = 0.18 G = the stage-3 VaniATT half, digest 5 B.4).
+reconcile with that layout for its EFFATT row too (nFA - FA = 0.18 G = the softmax cores of the stage-3 VaniATT half; the softmax-core MACs per block are
+2 N^2 C for full softmax, 2 N bs c2 for the block head).
 
 Block sizes and resolutions. The paper gives ELFATT's block sizes at 224x224: 49-49-196-49 for CSWin-T24181
 (Tables I/II) and, from its MAC counts, 196-196-196-49 for CSWin-B36292 (nFA - FA = 1.01 G at 224 only fits

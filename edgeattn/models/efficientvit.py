@@ -1,7 +1,7 @@
 """EfficientViT-B0..B3 (ReLU LiteMLA) and QT-ViT-1..3 (the same backbones with the quadratic Taylor kernel).
 
-EfficientViT (Cai et al., ICCV 2023; mit-han-lab/efficientvit ``backbone.py`` / ``cls.py``, digest
-operators-elfatt-qtvit.md section 3.2). NCHW throughout, BatchNorm + Hardswish:
+EfficientViT (Cai et al., ICCV 2023; mit-han-lab/efficientvit ``efficientvit/models/efficientvit/backbone.py``
+/ ``cls.py``, B-series configs ``efficientvit_backbone_b0..b3``). NCHW throughout, BatchNorm + Hardswish:
 
 * input stem: ``Conv3x3 s2`` (BN, hswish) then ``depths[0]`` residual DSConvs (dw3x3 BN hswish -> pw1x1 BN);
 * stages 1-2: MBConv (expand 4; BN after every conv, hswish after the first two), the first one stride 2 without
@@ -13,11 +13,12 @@ operators-elfatt-qtvit.md section 3.2). NCHW throughout, BatchNorm + Hardswish:
 * classifier: ``Conv1x1 -> head_widths[0]`` (BN, hswish), global average pool,
   ``Linear(no bias) -> head_widths[1]`` + LayerNorm + hswish, ``Linear -> num_classes``.
 
-QT-ViT (poster text, digest section 3.3) swaps LiteMLA's ReLU feature map for
+QT-ViT (Xu et al., "QT-ViT: Improving Linear Attention in ViT with Quadratic Taylor Expansion", NeurIPS 2024
+poster) swaps LiteMLA's ReLU feature map for
 phi(x) = [alpha x*x, beta sqrt(4/d) x, gamma] with learnable alpha, beta, gamma: by default one set per LiteMLA
 layer (``qt_params="layer"``: +3 parameters per LiteMLA, +21 / +30 / +45 for QT-ViT-1/2/3), or one per head
 group (``qt_params="head"``). The poster's detection-model parameter deltas (+0.3 / +0.5 / +1.0 M) cannot come
-from alpha, beta, gamma and are unexplained (digest section 3.3), so they are not reproduced. QT-ViT-1/2/3 are
+from alpha, beta, gamma (a few dozen parameters) and the poster does not explain them, so they are not reproduced. QT-ViT-1/2/3 are
 the B1/B2/B3 backbones.
 
 Any input resolution of at least 32 works (every conv is 'same'-padded); the reported numbers are at 224.
@@ -134,7 +135,7 @@ def _readme(params, macs=None):
     return paper
 
 
-@register_model(family="efficientvit", paper={"source": "analytic count of the official B0 config (digest 3.2)"})
+@register_model(family="efficientvit", paper={"source": "analytic count of the official B0 config (mit-han-lab/efficientvit backbone.py)"})
 def efficientvit_b0(img_size=224, num_classes=1000, *, scales=(5,), eps=1e-15):
     """EfficientViT-B0 (widths 8-16-32-64-128, depths 1-2-2-2-2, head width 16), ReLU LiteMLA; 3.41M params.
 

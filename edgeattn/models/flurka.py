@@ -1,7 +1,7 @@
-"""FLuRKA on a T2T-ViT-7 backbone: Linformer-Performer and Linformer-RNN (Gupta et al., papers/flurka.txt).
+"""FLuRKA on a T2T-ViT-7 backbone: Linformer-Performer and Linformer-RNN (Gupta et al., arXiv 2306.15799).
 
-The paper's only vision model is "T2T-ViT" with 7 layers, 4 heads of 64, FFN 512, 4.3M parameters (Table 6,
-digest operators-soft-flurka-multispot.md section 2.3), i.e. T2T-ViT-7 (Yuan et al. 2021, yitu-opensource/T2T-ViT
+The paper's only vision model is "T2T-ViT" with 7 layers, 4 heads of 64, FFN 512, 4.3M parameters (Table 6),
+i.e. T2T-ViT-7 (Yuan et al. 2021, yitu-opensource/T2T-ViT
 ``t2t_vit_7``). Structure:
 
 * tokens-to-token module: soft split (Unfold k7 s4 p2) -> token Performer (147 -> 64) -> re-structurize ->

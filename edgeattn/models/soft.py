@@ -1,7 +1,6 @@
-"""SOFT++ Tiny / Small / Medium / Large (Lu et al., "Softmax-free Linear Transformers", IJCV; papers/soft.txt).
+"""SOFT++ Tiny / Small / Medium / Large (Lu et al., "Softmax-free Linear Transformers", IJCV; arXiv 2207.03341v3).
 
-Structure (Table 1 + the released code fudan-zvg/SOFT ``softmax_free_vision_transformer.py``, digest
-operators-soft-flurka-multispot.md section 1):
+Structure (Table 1 + the released code fudan-zvg/SOFT ``softmax_free_vision_transformer.py``):
 
 * stem "C33-BN-ReLU": Conv3x3 s2 (3 -> 32), Conv3x3 s1 (32 -> 32), Conv3x3 s2 (32 -> C1), each + BN + ReLU;
   before stages 2-4 one "C31-BN-ReLU" (Conv3x3 s2 + BN + ReLU); convs with bias, as released;
@@ -31,7 +30,7 @@ The released soft_norm_small/medium/large configurations (depths 1-3-20-4, 1-3-2
 are public) are registered under those names in :mod:`edgeattn.models.released`; fudan-zvg checkpoints load through
 :mod:`edgeattn.models.layouts.soft`.
 
-MACs: the paper's FLOPs leave out the Newton-Raphson iterations (digest 1.3: Tiny ~1.93 G without NR); our
+MACs: the paper's FLOPs leave out the Newton-Raphson iterations (Table 3's Tiny 1.9 G is our 1.93 G without NR); our
 counter includes them in ``total`` and reports them as ``iterative`` (newton_raphson_macs in ``edgeattn
 models``), so compare ``total - iterative`` with the table. Without NR: Tiny 1.93 G (table 1.9 G), Small
 4.42 G (4.5 G, -1.7 %), Medium 8.76 G (8.7 G, +0.7 %), Large 15.21 G (15.4 G, -1.2 %). Small and Large miss by

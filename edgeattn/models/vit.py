@@ -34,7 +34,7 @@ from ._layers import PreNormBlock, check_divisible, check_image, init_weights, m
 from ._layers import normal_param
 from ._registry import register_model
 
-MULTISPOT_PAPER = "Multi-Spot Transformer (anonymous ICML submission, papers/multi-spot.txt) Table 1"
+MULTISPOT_PAPER = "Multi-Spot Transformer (anonymous ICML submission) Table 1"
 
 
 class TinyViT(nn.Module):

@@ -1,8 +1,9 @@
 """ELFATT: an EFFATT global linear head on channels [:c1] and a blockify local head on [c1:], concatenated.
 
-Source: Zhang et al., "ELFATT: Efficient Linear Fast Attention for Vision Transformers" (arXiv 2501.06098),
-Eq. 8 (operator), Eq. 12 (one ELFATT unit = two heads), Eq. 16/17 (with LePE), in the README-v2 normalised form;
-implementation decisions in operators-elfatt-qtvit.md section 1 (linear head first, per-head width d = 32,
+Source: Wu et al., "ELFATT: Efficient Linear Fast Attention for Vision Transformers" (arXiv 2501.06098),
+Eq. 8 (operator), Eq. 12 (one ELFATT unit = two heads), Eq. 16/17 (with LePE), in the README-v2 normalised form
+(github.com/Alicewithrabbit/ELFTEST, the paper's README, which releases no code). Decisions the paper leaves
+open, taken from the CSWin / EFFATT code it builds on and from its MAC counts (linear head first, per-head width d = 32,
 square windows, LePE on the full map for the global head and inside each window for the block head).
 """
 import torch

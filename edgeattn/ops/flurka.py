@@ -1,8 +1,8 @@
 """FLuRKA: low-rank sequence compression (Linformer) followed by a kernel feature map (linear attention).
 
-Source: Gupta et al., "FLuRKA: Fast and accurate unified Low-Rank & Kernel Attention" (papers/flurka.txt),
+Source: Gupta et al., "FLuRKA: Fast and accurate unified Low-Rank & Kernel Attention" (arXiv 2306.15799),
 Eq. 2: head_i = phi(Q W_i^Q) (phi((E1 K) W_i^K)^T ((E2 V) W_i^V)), with the row normalisation used in the proof of
-Theorem 1 (digest operators-soft-flurka-multispot.md section 2.1). E1, E2 (d_k x N) act on the input before the
+Theorem 1. E1, E2 (d_k x N) act on the input before the
 K/V projections, so they are shared across heads. Feature maps: "elu" (elu(x) + 1, the Linformer-RNN variant,
 Katharopoulos et al. 2020) and "performer" (FAVOR+ positive random features, Choromanski et al. 2021, frozen
 orthogonal Gaussian features with exact max stabilisers).

@@ -3,7 +3,8 @@
 CSWin (Dong et al., CVPR 2022, Sec. 3.3): Attention(Q, K, V) = softmax(QK^T/sqrt(d)) V + L(V) with L a 3x3
 depthwise conv (``get_v = Conv2d(C, C, 3, padding=1, groups=C)`` with bias); in the project's paper set it is
 the L(.) of ELFATT Eq. 16/17, applied to the full map for the global head and inside each window for the block
-head (operators-elfatt-qtvit.md section 1.5). The window form is this same function applied to the windows as a
+head (CSWin's ``get_lepe`` convolves the already-windowed V, so zero padding applies at window borders too). The
+window form is this same function applied to the windows as a
 batch (see :mod:`edgeattn.ops.windows`).
 """
 import torch.nn as nn

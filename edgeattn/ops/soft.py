@@ -2,9 +2,9 @@
 
 Op contract: ``export/schemas/EdgeAttnSoftKernelAttention.yaml`` (custom op
 ``torch.ops.edgeattn.soft_kernel_attention``). Source: Lu et al., "Softmax-free Linear Transformers" (IJCV,
-arXiv 2207.03341v3, papers/soft.txt): Gaussian kernel Eq. 4/5 with tied Q = K, Nystrom factors Eq. 8, SOFT
+arXiv 2207.03341v3): Gaussian kernel Eq. 4/5 with tied Q = K, Nystrom factors Eq. 8, SOFT
 Eq. 9, Newton-Raphson Eq. 10 (Algorithm 2), symmetric normalisation (SOFT++) Eq. 17; architecture details
-from the official code (digest operators-soft-flurka-multispot.md section 1).
+from the official code (github.com/fudan-zvg/SOFT).
 """
 import torch
 import torch.nn as nn

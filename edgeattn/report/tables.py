@@ -1,6 +1,6 @@
 """Aggregate sweep rows and compute the tables: throughput, speedups, power and efficiency per mode and precision.
 
-Two speedups, always labelled (operators-elfatt-qtvit.md §2.5):
+Two speedups, always labelled:
 
 * **vs baseline**: FPS of a model divided by the FPS of an explicit ``--baseline`` model in the same mode and
   precision;

@@ -7,7 +7,7 @@ original mode and clocks are restored on success, error, Ctrl-C (SIGINT) and SIG
 signal into an exception so the ``finally`` runs, and further signals are held back while restoring.
 
 The benchmark function is injectable (``bench=``): it defaults to :func:`edgeattn.bench.run_benchmark`
-(INTERFACES §5) and is only imported when a sweep runs.
+and is only imported when a sweep runs.
 """
 import contextlib
 import functools

@@ -1,10 +1,11 @@
 """Telemetry during a sweep: which samplers run, settling after a mode switch, throttling flags.
 
-Settling (peers-and-style.md §C.7 item 2, jetson.md §8.5): after a switch, wait until the GPU temperature and
+Settling: NVIDIA gives no settling time; clock writes take about a second (NVIDIA-AI-IOT/jetson_benchmarks sleeps
+1 s after setting clocks) and thermal throttling needs tens of seconds of load to show. So after a switch, wait until the GPU temperature and
 GPU clock have stayed within a tolerance over a short sliding window, or until the time cap. Without telemetry
 (host CPU, no tegrastats) the sweep waits the full cap.
 
-Throttling (§C.7 item 7): a measurement is flagged when the hottest chip sensor reached the temperature limit,
+Throttling: a measurement is flagged when the hottest chip sensor reached the temperature limit,
 or when the GPU clock, while busy, fell below 90 % of the reference (the locked clock from ``jetson_clocks
 --show`` when clocks are locked, else the highest clock seen in the same window).
 """
@@ -120,8 +121,8 @@ class Telemetry(object):
 
 
 def start_telemetry(root="/", power_source="auto", interval_ms=500, total_rail=None, echo=None):
-    """Choose and start the samplers. ``power_source``: auto (INA3221 sysfs when found, as jetson.md §8.6
-    recommends, else tegrastats), tegrastats, ina3221 or none. tegrastats also runs for temperatures and clocks
+    """Choose and start the samplers. ``power_source``: auto (INA3221 sysfs when found: 512-sample averages
+    with their own timing, else tegrastats), tegrastats, ina3221 or none. tegrastats also runs for temperatures and clocks
     whenever it is installed."""
     notes = []
     board = None

@@ -1,4 +1,4 @@
-"""Parsers of trtexec's JSON exports (trtexec.md §1).
+"""Parsers of trtexec's JSON exports (``samples/common/sampleReporting.cpp`` of NVIDIA/TensorRT).
 
 trtexec writes these files by hand with ``std::ofstream``: one record per line (``[``, ``  { ... }``, ``, { ... }``,
 ``]``), numbers in C++ default format, names unescaped. A file is parsed as JSON first; if that fails (a layer name

@@ -1,4 +1,4 @@
-"""trtexec command lines per TensorRT version (trtexec.md §4).
+"""trtexec command lines per TensorRT version (``samples/common/sampleOptions.cpp`` of each NVIDIA/TensorRT release).
 
 One table says in which version each option we use appeared and disappeared; the builders below only emit options
 the target trtexec parses, because an unknown option makes trtexec print its help and fail (exit 1).

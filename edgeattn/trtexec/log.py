@@ -1,4 +1,7 @@
-"""Reading trtexec's console log: device block, versions, and what went wrong (trtexec.md §2-§5).
+"""Reading trtexec's console log: device block, versions, and what went wrong.
+
+Formats: ``samples/common/{sampleReporting,sampleDevice}.cpp`` and ``logging.h`` of each NVIDIA/TensorRT release
+branch; library and ONNX-parser messages as real logs in GitHub issues show them (tests/fixtures/trtexec).
 
 Statistics never come from here (the ``--exportTimes`` JSON has them); the log is read only for facts the exports
 do not carry - the device, the TensorRT version - and to turn a failure into one actionable line.

@@ -1,4 +1,8 @@
-"""TensorRT version numbers as trtexec prints them (trtexec.md §5.1, §3.1)."""
+"""TensorRT version numbers as trtexec prints them.
+
+``[TensorRT vNNNN]`` is ``NV_TENSORRT_VERSION``: MAJOR*1000 + MINOR*100 + PATCH on 8.x (``NvInferRuntimeCommon.h``),
+MAJOR*10000 + MINOR*100 + PATCH from 10.0 (``NvInferRuntimeBase.h``); from 10.4 ``samples/common/logging.h`` appends
+`` [b<build>]`` (NVIDIA/TensorRT, each release branch)."""
 import re
 
 _BANNER = re.compile(
