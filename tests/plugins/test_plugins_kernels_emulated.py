@@ -40,6 +40,7 @@ from edgeattn.ops.soft import soft_kernel_attention  # noqa: E402
 from edgeattn._subprocess import run_command  # noqa: E402
 from edgeattn.plugins import kernels_abi  # noqa: E402
 from emulation import build_emulated  # noqa: E402
+from emulation.emulated_kernels import EmulatedKernels  # noqa: E402
 from kernel_reference_check import assert_matches_reference  # noqa: E402
 
 GUARD_ELEMENTS = 64
@@ -49,46 +50,6 @@ DTYPE_IDS = ["fp32", "fp16"]
 
 
 # ---- the emulated library ----------------------------------------------------------------------------------------
-class EmulatedKernels(kernels_abi.KernelsLibrary):
-    """kernels_abi.KernelsLibrary over the emulated library, plus the emulator's test hooks (edgeattn_emu_*)."""
-
-    def __init__(self, path):
-        super(EmulatedKernels, self).__init__(path)
-        self.emu = self._lib
-        self.emu.edgeattn_emu_fault.restype = ctypes.c_char_p
-        self.emu.edgeattn_emu_launch_record.restype = ctypes.c_char_p
-        self.emu.edgeattn_emu_launch_record.argtypes = [ctypes.c_int]
-        self.emu.edgeattn_emu_set_schedule.argtypes = [ctypes.c_int]
-        for name in ("edgeattn_emu_float_to_half", "edgeattn_emu_half_to_float"):
-            getattr(self.emu, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-        self.emu.edgeattn_emu_select_device.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        self.emu.edgeattn_emu_set_block_order.argtypes = [ctypes.c_uint]
-
-    def reset(self):
-        self.emu.edgeattn_emu_reset()
-
-    def set_compute_capability(self, major, minor, code_arch=0):
-        """Makes the emulated device of that compute capability current; ``code_arch`` (e.g. 75) is the arch the
-        library's code for it was compiled for (default: the device's own), as cudaFuncGetAttributes reports it."""
-        return self.emu.edgeattn_emu_select_device(major, minor, code_arch)
-
-    def set_schedule(self, reverse, round_robin=False):
-        """Reverse: blocks, warps and lanes in reverse order. Default warp-greedy: each warp runs ahead until all
-        its lanes wait at __syncthreads; round_robin: every runnable thread advances one barrier per pass."""
-        self.emu.edgeattn_emu_set_schedule((1 if reverse else 0) | (2 if round_robin else 0))
-
-    def set_block_order(self, seed):
-        """0: blocks in index order (reversed by the reverse schedule); else a pseudo-random permutation of that
-        seed: the order in which blocks arrive at a last-block-to-arrive counter."""
-        self.emu.edgeattn_emu_set_block_order(seed)
-
-    def fault(self):
-        return self.emu.edgeattn_emu_fault().decode()
-
-    def launches(self):
-        return [self.emu.edgeattn_emu_launch_record(i).decode() for i in range(self.emu.edgeattn_emu_launch_count())]
-
-
 @pytest.fixture(scope="session")
 def emulated_library():
     compiler = build_emulated.find_compiler()

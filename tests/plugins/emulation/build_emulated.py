@@ -17,7 +17,12 @@ from ``include/``) together with the emulator runtime and ``selftest_kernels.cu`
 exports the C ABI of include/edgeattn/kernels.h plus the ``edgeattn_emu_*`` test hooks.
 
 A build may also apply ``mutations`` (relative path under plugins/, old text, new text) to the copies: the tests
-build a variant with a planted fragment-layout bug that the kernel tests must catch.
+build a variant with a planted fragment-layout bug that the kernel tests must catch. The path
+``emulation/cuda_emulation.cpp`` plants a bug in the emulator runtime instead (its self-tests must catch it).
+
+The kernel sources are compiled with ``-fsanitize=thread`` but linked without its runtime: the emulator defines the
+``__tsan_read*/__tsan_write*`` hooks g++ calls before each memory access and counts the bytes that fall inside the
+global-memory regions a caller watches (``edgeattn_emu_watch_global``), per launch.
 
 Usage: ``python tests/plugins/emulation/build_emulated.py [--output DIR]`` (prints the library path).
 Python 3.8 compatible; external tools run through edgeattn._subprocess.run_command.
@@ -40,8 +45,13 @@ RUNTIME = os.path.join(EMULATION_DIR, "cuda_emulation.cpp")
 SELFTEST = os.path.join(EMULATION_DIR, "selftest_kernels.cu")
 SHIM_DIR = os.path.join(EMULATION_DIR, "include")
 COPIED_SUFFIXES = (".cu", ".cuh", ".h")
+#: the mutation path that plants a bug in the emulator runtime itself (its tests must catch it)
+EMULATOR_MUTATION_PATH = "emulation/cuda_emulation.cpp"
 CXX_FLAGS = ["-std=c++17", "-O1", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wno-unused-function",
              "-Wno-unused-variable", "-Wno-unknown-pragmas"]
+# The kernel sources (not the emulator runtime) are instrumented: g++ calls the emulator's __tsan_read/write hooks
+# before every memory access it keeps, which counts global-memory traffic (no ThreadSanitizer runtime is linked).
+TRAFFIC_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
 BUILD_TIMEOUT_S = 600
 
 for _path in (REPO_ROOT, os.path.dirname(EMULATION_DIR)):
@@ -275,7 +285,7 @@ def write_rewritten_tree(destination, mutations=()):
     counts = {}
     files = copied_files()
     for path, _, _ in mutations:
-        if path not in files:
+        if path not in files and path != EMULATOR_MUTATION_PATH:
             raise RewriteError("mutation of {}: no such kernel source under plugins/".format(path))
     for relative in files:
         with open(os.path.join(PLUGINS_DIR, relative)) as handle:
@@ -326,16 +336,24 @@ def build(output_dir, compiler=None, jobs=2, keep_sources=False, mutations=()):
         tree = os.path.join(work, "plugins")
         write_rewritten_tree(tree, mutations)
         common = [compiler] + CXX_FLAGS + host_flags() + [
-            "-I", SHIM_DIR, "-I", tree, "-I", os.path.join(tree, "include"), "-include", HEADER,
+            "-I", SHIM_DIR, "-iquote", EMULATION_DIR, "-I", tree, "-I", os.path.join(tree, "include"), "-include", HEADER,
             '-DEDGEATTN_VERSION_STRING="emulated"', '-DEDGEATTN_CUDA_ARCHS_STRING="cpu-emulation"']
+        runtime = RUNTIME
+        runtime_mutations = [m for m in mutations if m[0] == EMULATOR_MUTATION_PATH]
+        if runtime_mutations:
+            with open(RUNTIME) as handle:
+                text = apply_mutations(EMULATOR_MUTATION_PATH, handle.read(), runtime_mutations)
+            runtime = os.path.join(work, "cuda_emulation.cpp")
+            with open(runtime, "w") as handle:
+                handle.write('#line 1 "{}"\n{}'.format(RUNTIME, text))
         units = [(os.path.join(tree, relative), True) for relative in kernel_sources()]
-        units += [(os.path.join(tree, "emulation_selftest.cu"), True), (RUNTIME, False)]
+        units += [(os.path.join(tree, "emulation_selftest.cu"), True), (runtime, False)]
         objects = []
         commands = []
         for index, (source, is_cuda) in enumerate(units):
             obj = os.path.join(work, "unit{}.o".format(index))
             objects.append(obj)
-            language = ["-x", "c++"] if is_cuda else []
+            language = ["-x", "c++"] + TRAFFIC_FLAGS if is_cuda else []
             commands.append(common + ["-c"] + language + [source, "-o", obj])
 
         def compile_one(args):

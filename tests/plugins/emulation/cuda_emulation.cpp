@@ -16,6 +16,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
@@ -58,9 +59,18 @@ struct Barrier
     char const* what = nullptr; // the warp operation the waiting lanes are in
 };
 
+//! One cp.async of a thread: the 16 bytes it will deposit at `destination` when its group is waited on.
+struct PendingCopy
+{
+    unsigned char* destination;
+    unsigned char data[16];
+};
+
 struct Fiber
 {
     ThreadState state;
+    std::vector<PendingCopy> uncommitted;              // cp.async issued since the last commit_group
+    std::deque<std::vector<PendingCopy>> pendingGroups; // committed, not yet retired by a wait_group (oldest first)
     ucontext_t context; // the entry point (makecontext); later switches use `resume`
     jmp_buf resume;
     bool started = false;
@@ -104,6 +114,15 @@ struct Block
 struct LaunchRecord
 {
     std::string text;
+    unsigned long long globalRead = 0;    // bytes, by loads and cp.async of the watched global regions
+    unsigned long long globalWritten = 0; // bytes, by stores (and memsets/copies) into them
+};
+
+//! A range of "global memory" whose loads and stores are counted (edgeattn_emu_watch_global).
+struct WatchedRegion
+{
+    uintptr_t begin;
+    uintptr_t end;
 };
 
 // ---- global state (the emulation is single-threaded: one launch at a time) --------------------------------------
@@ -124,6 +143,12 @@ cudaError_t gStickyError = cudaSuccess;
 std::string gFaultMessage;
 std::vector<LaunchRecord> gLaunches;
 std::map<void const*, int> gMaxDynamicShared;
+std::vector<WatchedRegion> gWatched;
+uintptr_t gWatchedLow = UINTPTR_MAX; // the hull of gWatched: most accesses (registers spilled to the fiber stack,
+uintptr_t gWatchedHigh = 0;          // shared memory) fall outside it and cost two compares
+bool gCountTraffic = false;          // inside a launch
+unsigned long long gLaunchRead = 0;
+unsigned long long gLaunchWritten = 0;
 bool gReverse = false;
 //! 0: blocks in index order (reversed with gReverse); else the seed of a pseudo-random arrival order.
 unsigned int gBlockOrderSeed = 0;
@@ -718,6 +743,154 @@ void ldmatrix(uint32_t* registers, int count, void const* rowAddress, bool trans
     std::memcpy(registers, result, sizeof(uint32_t) * static_cast<size_t>(count));
 }
 
+namespace
+{
+
+bool inSharedArena(unsigned char const* address, size_t bytes)
+{
+    return detail::gArena != nullptr && address >= detail::gArena && address + bytes <= detail::gArena + detail::kArenaBytes;
+}
+
+bool deviceHasAsyncCopy()
+{
+    return detail::gDevices[static_cast<size_t>(detail::gCurrentDevice)].computeCapability >= 80;
+}
+
+//! Bytes of [address, address + bytes) inside the watched global regions (0 outside a launch).
+size_t watchedBytes(void const* address, size_t bytes)
+{
+    using namespace detail;
+    uintptr_t const begin = reinterpret_cast<uintptr_t>(address);
+    if (!gCountTraffic || bytes == 0 || begin + bytes <= gWatchedLow || begin >= gWatchedHigh)
+    {
+        return 0;
+    }
+    size_t counted = 0;
+    for (WatchedRegion const& region : gWatched)
+    {
+        uintptr_t const low = std::max(begin, region.begin);
+        uintptr_t const high = std::min(begin + bytes, region.end);
+        counted += high > low ? high - low : 0;
+    }
+    return counted;
+}
+
+void countGlobalRead(void const* address, size_t bytes)
+{
+    detail::gLaunchRead += watchedBytes(address, bytes);
+}
+
+void retire(std::vector<detail::PendingCopy> const& group)
+{
+    for (detail::PendingCopy const& copy : group)
+    {
+        std::memcpy(copy.destination, copy.data, sizeof(copy.data));
+    }
+}
+
+} // namespace
+
+void cpAsync16(void* shared, void const* global, int sourceBytes)
+{
+    using namespace detail;
+    unsigned char* const destination = static_cast<unsigned char*>(shared);
+    unsigned char const* const source = static_cast<unsigned char const*>(global);
+    if (sourceBytes < 0 || sourceBytes > 16)
+    {
+        deviceFault(cudaErrorLaunchFailure, "cp.async src-size %d outside 0..16", sourceBytes);
+    }
+    if (!inSharedArena(destination, 16))
+    {
+        deviceFault(cudaErrorIllegalAddress, "cp.async destination %p is not in shared memory", shared);
+    }
+    if (reinterpret_cast<uintptr_t>(destination) % 16 != 0 || reinterpret_cast<uintptr_t>(source) % 16 != 0)
+    {
+        deviceFault(cudaErrorMisalignedAddress, "cp.async.cg of 16 bytes needs 16-byte aligned addresses (%p <- %p)",
+            shared, global);
+    }
+    if (sourceBytes > 0 && inSharedArena(source, 1))
+    {
+        deviceFault(cudaErrorIllegalAddress, "cp.async source %p is in shared memory, not global memory", global);
+    }
+    detail::PendingCopy copy;
+    copy.destination = destination;
+    std::memset(copy.data, 0, sizeof(copy.data)); // src-size < 16: the rest is zero-filled
+    std::memcpy(copy.data, source, static_cast<size_t>(sourceBytes));
+    countGlobalRead(source, static_cast<size_t>(sourceBytes));
+    if (!deviceHasAsyncCopy())
+    {
+        std::memcpy(destination, copy.data, sizeof(copy.data)); // the synchronous fallback below sm_80
+        return;
+    }
+    fillWords(destination, 16, kPoisonWord); // undefined until the copy's group is waited on
+    gFiber->uncommitted.push_back(copy);
+}
+
+void cpAsyncCommitGroup()
+{
+    using namespace detail;
+    if (!deviceHasAsyncCopy())
+    {
+        return;
+    }
+    Fiber* const self = gFiber;
+    // an empty group is legal (and what a pipeline's tail commits): it completes at once
+    self->pendingGroups.push_back(std::vector<PendingCopy>());
+    self->pendingGroups.back().swap(self->uncommitted);
+}
+
+void cpAsyncWaitGroup(int pending)
+{
+    using namespace detail;
+    if (pending < 0 || pending > 7)
+    {
+        deviceFault(cudaErrorLaunchFailure, "cp.async.wait_group %d: N must be an immediate 0..7", pending);
+    }
+    if (!deviceHasAsyncCopy())
+    {
+        return;
+    }
+    Fiber* const self = gFiber;
+    while (self->pendingGroups.size() > static_cast<size_t>(pending))
+    {
+        retire(self->pendingGroups.front());
+        self->pendingGroups.pop_front();
+    }
+}
+
+float ex2Approx(float x)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    if ((bits & 0x7f800000U) == 0)
+    {
+        return 1.0F; // +-0 and subnormal inputs (flushed to zero): 2^0, exactly (the ISA's table for +-0)
+    }
+    if (std::isnan(x))
+    {
+        return x;
+    }
+    if (std::isinf(x))
+    {
+        return x > 0 ? x : 0.0F;
+    }
+    double const exact = std::exp2(static_cast<double>(x));
+    if (exact < 0x1p-126)
+    {
+        return 0.0F; // subnormal results flush to +0 (.ftz)
+    }
+    if (exact >= 0x1p128)
+    {
+        return INFINITY; // beyond FP32
+    }
+    // a deliberate error of (2^-22 - 2^-24) relative, its sign from a hash of the input's bits, so the result with
+    // its rounding to FP32 stays within the documented 2^-22 and no caller can rely on 2^x being exact
+    uint32_t hash = bits * 0x9e3779b1U;
+    hash ^= hash >> 15;
+    double const error = 0.75 * kEx2ApproxMaxRelativeError;
+    return static_cast<float>(exact * ((hash & 1U) != 0 ? 1.0 + error : 1.0 - error));
+}
+
 namespace detail
 {
 
@@ -812,6 +985,13 @@ std::vector<unsigned long long> blockOrder(unsigned long long blocks)
 
 } // namespace
 
+LaunchRecord rejected(std::string const& text)
+{
+    LaunchRecord record;
+    record.text = text;
+    return record;
+}
+
 void runLaunch(char const* kernel, char const* caller, void const* function, dim3 grid, dim3 block,
     size_t sharedBytes, cudaStream_t /*stream*/, BlockBody body, void* context)
 {
@@ -837,14 +1017,14 @@ void runLaunch(char const* kernel, char const* caller, void const* function, dim
     {
         gLastError = cudaErrorInvalidConfiguration;
         gFaultMessage = std::string("invalid launch configuration: ") + text;
-        gLaunches.push_back(LaunchRecord{std::string(text) + " REJECTED invalid configuration"});
+        gLaunches.push_back(rejected(std::string(text) + " REJECTED invalid configuration"));
         return;
     }
     if (sharedBytes > dynamicLimit)
     {
         gLastError = cudaErrorInvalidValue;
         gFaultMessage = std::string("dynamic shared memory above the per-block limit: ") + text;
-        gLaunches.push_back(LaunchRecord{std::string(text) + " REJECTED dynamic shared memory"});
+        gLaunches.push_back(rejected(std::string(text) + " REJECTED dynamic shared memory"));
         return;
     }
     if (gArena == nullptr)
@@ -868,6 +1048,9 @@ void runLaunch(char const* kernel, char const* caller, void const* function, dim
     sigaction(SIGSEGV, &action, &gPreviousSegv);
     sigaction(SIGBUS, &action, &gPreviousBus);
 
+    gLaunchRead = 0;
+    gLaunchWritten = 0;
+    gCountTraffic = true;
     gBlock.body = body;
     gBlock.context = context;
     gBlock.dynamicBytes = sharedBytes;
@@ -898,6 +1081,7 @@ void runLaunch(char const* kernel, char const* caller, void const* function, dim
             ok = false;
         }
     }
+    gCountTraffic = false;
     sigaction(SIGSEGV, &gPreviousSegv, nullptr);
     sigaction(SIGBUS, &gPreviousBus, nullptr);
     sigaltstack(&previousAlternate, nullptr);
@@ -914,7 +1098,11 @@ void runLaunch(char const* kernel, char const* caller, void const* function, dim
         gLastError = cudaErrorLaunchOutOfResources;
         record += " REJECTED launch bounds";
     }
-    gLaunches.push_back(LaunchRecord{record});
+    LaunchRecord launched;
+    launched.text = record;
+    launched.globalRead = gLaunchRead;
+    launched.globalWritten = gLaunchWritten;
+    gLaunches.push_back(launched);
 }
 
 } // namespace detail
@@ -1046,6 +1234,23 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     return cudaSuccess;
 }
 
+namespace
+{
+
+//! A memset or device copy is a launch on a GPU (a kernel or a copy engine): it gets a record with its traffic.
+void recordCopy(char const* what, void const* source, void* destination, size_t bytes)
+{
+    gCountTraffic = true;
+    LaunchRecord record;
+    record.text = std::string(what) + " bytes=" + std::to_string(bytes);
+    record.globalRead = source != nullptr ? cuda_emu::watchedBytes(source, bytes) : 0;
+    record.globalWritten = cuda_emu::watchedBytes(destination, bytes);
+    gCountTraffic = false;
+    gLaunches.push_back(record);
+}
+
+} // namespace
+
 cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t)
 {
     if (gStickyError != cudaSuccess)
@@ -1053,6 +1258,7 @@ cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStre
         return gStickyError;
     }
     std::memset(destination, value, bytes);
+    recordCopy("cudaMemsetAsync", nullptr, destination, bytes);
     return cudaSuccess;
 }
 
@@ -1063,6 +1269,7 @@ cudaError_t cudaMemcpyAsync(void* destination, void const* source, size_t bytes,
         return gStickyError;
     }
     std::memmove(destination, source, bytes);
+    recordCopy("cudaMemcpyAsync", source, destination, bytes);
     return cudaSuccess;
 }
 
@@ -1129,6 +1336,34 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_reset(void)
     gFaultMessage.clear();
     gLaunches.clear();
     gMaxDynamicShared.clear();
+    gWatched.clear();
+    gWatchedLow = UINTPTR_MAX;
+    gWatchedHigh = 0;
+}
+
+//! Counts the loads and stores of every later launch that touch [base, base + bytes) as global-memory traffic
+//! (device pointers are host pointers here, so the emulator cannot tell global memory from any other by itself:
+//! the caller names its inputs, outputs and workspace). Cleared by edgeattn_emu_reset. Returns the region count.
+EDGEATTN_EMU_EXPORT int edgeattn_emu_watch_global(void const* base, size_t bytes)
+{
+    uintptr_t const begin = reinterpret_cast<uintptr_t>(base);
+    gWatched.push_back(WatchedRegion{begin, begin + bytes});
+    gWatchedLow = std::min(gWatchedLow, begin);
+    gWatchedHigh = std::max(gWatchedHigh, begin + bytes);
+    return static_cast<int>(gWatched.size());
+}
+
+//! Global-memory bytes read and written by launch record `index` (kernel loads/stores and cp.async sources inside
+//! the watched regions; memset/memcpy records their bytes). 0 on success, -1 for an index without a record.
+EDGEATTN_EMU_EXPORT int edgeattn_emu_launch_traffic(int index, unsigned long long* read, unsigned long long* written)
+{
+    if (index < 0 || static_cast<size_t>(index) >= gLaunches.size())
+    {
+        return -1;
+    }
+    *read = gLaunches[static_cast<size_t>(index)].globalRead;
+    *written = gLaunches[static_cast<size_t>(index)].globalWritten;
+    return 0;
 }
 
 //! The device fault or launch rejection of this context ("" if none).
@@ -1167,3 +1402,77 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_half_to_float(uint16_t const* source, floa
         destination[i] = __half2float(__half{source[i]});
     }
 }
+
+// ---- global-memory traffic: the kernel sources are compiled with -fsanitize=thread (build_emulated.py), which
+// makes g++ call these hooks before every load and store it could not keep in a register; no ThreadSanitizer
+// runtime is linked. Only accesses inside the watched regions during a launch are counted.
+#define EDGEATTN_EMU_HOOK extern "C" __attribute__((visibility("hidden")))
+#define EDGEATTN_EMU_TRAFFIC_HOOKS(bytes)                                                                          \
+    EDGEATTN_EMU_HOOK void __tsan_read##bytes(void* address)                                                    \
+    {                                                                                                              \
+        gLaunchRead += cuda_emu::watchedBytes(address, bytes);                                                     \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK void __tsan_write##bytes(void* address)                                                   \
+    {                                                                                                              \
+        gLaunchWritten += cuda_emu::watchedBytes(address, bytes);                                                  \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK void __tsan_unaligned_read##bytes(void* address)                                          \
+    {                                                                                                              \
+        gLaunchRead += cuda_emu::watchedBytes(address, bytes);                                                     \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK void __tsan_unaligned_write##bytes(void* address)                                         \
+    {                                                                                                              \
+        gLaunchWritten += cuda_emu::watchedBytes(address, bytes);                                                  \
+    }
+
+EDGEATTN_EMU_TRAFFIC_HOOKS(1)
+EDGEATTN_EMU_TRAFFIC_HOOKS(2)
+EDGEATTN_EMU_TRAFFIC_HOOKS(4)
+EDGEATTN_EMU_TRAFFIC_HOOKS(8)
+EDGEATTN_EMU_TRAFFIC_HOOKS(16)
+#undef EDGEATTN_EMU_TRAFFIC_HOOKS
+
+EDGEATTN_EMU_HOOK void __tsan_read_range(void* address, unsigned long bytes)
+{
+    gLaunchRead += cuda_emu::watchedBytes(address, bytes);
+}
+
+EDGEATTN_EMU_HOOK void __tsan_write_range(void* address, unsigned long bytes)
+{
+    gLaunchWritten += cuda_emu::watchedBytes(address, bytes);
+}
+
+EDGEATTN_EMU_HOOK void __tsan_init(void) {}
+EDGEATTN_EMU_HOOK void __tsan_func_entry(void*) {}
+EDGEATTN_EMU_HOOK void __tsan_func_exit(void) {}
+
+// Host code of the instrumented sources (the launchers' cached device queries, the kernel-path setting) uses
+// std::atomic, which -fsanitize=thread routes through these: plain atomics, not traffic.
+#define EDGEATTN_EMU_ATOMIC_HOOKS(bits, type)                                                                       \
+    EDGEATTN_EMU_HOOK type __tsan_atomic##bits##_load(type const volatile* address, int)                           \
+    {                                                                                                              \
+        return __atomic_load_n(address, __ATOMIC_SEQ_CST);                                                         \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK void __tsan_atomic##bits##_store(type volatile* address, type value, int)                    \
+    {                                                                                                              \
+        __atomic_store_n(address, value, __ATOMIC_SEQ_CST);                                                        \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK type __tsan_atomic##bits##_exchange(type volatile* address, type value, int)                 \
+    {                                                                                                              \
+        return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST);                                              \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK type __tsan_atomic##bits##_fetch_add(type volatile* address, type value, int)                \
+    {                                                                                                              \
+        return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);                                               \
+    }                                                                                                              \
+    EDGEATTN_EMU_HOOK int __tsan_atomic##bits##_compare_exchange_strong(                                           \
+        type volatile* address, type* expected, type value, int, int)                                              \
+    {                                                                                                              \
+        return __atomic_compare_exchange_n(address, expected, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);   \
+    }
+
+EDGEATTN_EMU_ATOMIC_HOOKS(8, uint8_t)
+EDGEATTN_EMU_ATOMIC_HOOKS(16, uint16_t)
+EDGEATTN_EMU_ATOMIC_HOOKS(32, uint32_t)
+EDGEATTN_EMU_ATOMIC_HOOKS(64, uint64_t)
+#undef EDGEATTN_EMU_ATOMIC_HOOKS

@@ -720,6 +720,23 @@ void mmaM16N8K16(float (&d)[4], uint32_t const (&a)[4], uint32_t const (&b)[2], 
 //! register j of lane l receives matrix j as the PTX ISA distributes it.
 void ldmatrix(uint32_t* registers, int count, void const* rowAddress, bool transpose);
 
+//! cp.async.cg.shared.global [shared], [global], 16, sourceBytes (plugins/common/asyncCopy.cuh): one thread's
+//! 16-byte asynchronous copy; bytes sourceBytes..15 of the destination are zero-filled. The source is read (and
+//! counted as global traffic) when the thread issues the copy, the destination is poisoned then and written only
+//! when a cp.async.wait_group of this thread retires the copy's group: reading it earlier reads NaN. On an emulated
+//! device below sm_80 the copy is synchronous (what asyncCopy.cuh compiles to there) and commit/wait do nothing.
+void cpAsync16(void* shared, void const* global, int sourceBytes);
+//! cp.async.commit_group: this thread's copies issued since the last commit become one group.
+void cpAsyncCommitGroup();
+//! cp.async.wait_group n: retires this thread's committed groups until at most the n most recent are pending.
+void cpAsyncWaitGroup(int pending);
+
+//! ex2.approx.ftz.f32: 2^x off by a deliberate relative error of kEx2ApproxMaxRelativeError (sign from the input's
+//! bits), the bound the PTX ISA documents, so no caller can depend on exactness; subnormal inputs and results are
+//! flushed to +-0 (.ftz), ex2(-inf) = +0, ex2(+inf) = +inf, NaN stays NaN.
+float ex2Approx(float x);
+constexpr double kEx2ApproxMaxRelativeError = 1.0 / (1 << 22); // 2^-22, including the rounding to FP32
+
 } // namespace cuda_emu
 
 inline unsigned int __ballot_sync(unsigned int mask, int predicate)

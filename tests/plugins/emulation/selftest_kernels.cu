@@ -3,6 +3,7 @@
  * kernel that breaks the rule, and correct kernels must give the right answer in both schedules. Written in CUDA
  * and rewritten by build_emulated.py like the real kernels. Every entry point returns cudaGetLastError().
  */
+#include "common/asyncCopy.cuh"
 #include "common/deviceUtils.cuh"
 #include "common/mma.cuh"
 
@@ -441,6 +442,63 @@ __global__ void ticketSumKernel(float const* in, float* partials, unsigned int* 
     }
 }
 
+/*
+ * cp.async: thread t copies its 16-byte segment of each of kGroups groups (group g, segment g * blockDim + t) into
+ * shared memory, committing after each group (a copy with valid = 0 reads nothing and zero-fills), then waits with
+ * wait_group `pending` (pending >= kGroups: no wait at all), passes a __syncthreads and writes out the segments of
+ * its neighbour t + 1, so every value crosses threads as in a staged tile.
+ */
+constexpr int kCopyGroups = 3;
+
+__global__ void asyncCopyKernel(float4 const* in, float4* out, int const* valid, int pending)
+{
+    float4* const staged = reinterpret_cast<float4*>(sharedFloats());
+    unsigned int const threads = blockDim.x;
+    for (int g = 0; g < kCopyGroups; ++g)
+    {
+        unsigned int const segment = g * threads + threadIdx.x;
+        async::copy16(staged + segment, in + segment, valid[segment] != 0);
+        async::commit();
+    }
+    switch (pending)
+    {
+    case 0: async::wait<0>(); break;
+    case 1: async::wait<1>(); break;
+    case 2: async::wait<2>(); break;
+    default: break; // planted: no wait_group at all
+    }
+    __syncthreads();
+    unsigned int const neighbour = (threadIdx.x + 1) % threads;
+    for (int g = 0; g < kCopyGroups; ++g)
+    {
+        out[g * threads + threadIdx.x] = staged[g * threads + neighbour];
+    }
+}
+
+__global__ void exp2ApproxKernel(float const* in, float* out, int count)
+{
+    for (int i = threadIdx.x; i < count; i += blockDim.x)
+    {
+        out[i] = async::exp2Approx(in[i]);
+    }
+}
+
+//! Global traffic: `loads` 4-byte loads (each thread reads in[t], in[t + threads], ...), one float4 load per
+//! thread from in4, one 4-byte store per thread, a shared-memory round trip (not global) in between.
+__global__ void trafficKernel(float const* in, float4 const* in4, float* out, int loads)
+{
+    float* const scratch = sharedFloats();
+    float sum = 0.0F;
+    for (int i = 0; i < loads; ++i)
+    {
+        sum += in[i * blockDim.x + threadIdx.x];
+    }
+    float4 const wide = *reinterpret_cast<float4 const*>(in4 + threadIdx.x);
+    scratch[threadIdx.x] = sum + wide.x + wide.y + wide.z + wide.w;
+    __syncthreads();
+    out[threadIdx.x] = scratch[(threadIdx.x + 1) % blockDim.x];
+}
+
 } // namespace
 
 SELFTEST_API int edgeattn_emu_selftest_ticket_sum(float const* in, float* partials, unsigned int* ticket, float* out,
@@ -448,6 +506,32 @@ SELFTEST_API int edgeattn_emu_selftest_ticket_sum(float const* in, float* partia
 {
     ticketSumKernel<<<blocks, 32, sizeof(float)>>>(in, partials, ticket, out, perBlock, fixedOrder);
     return cudaGetLastError();
+}
+
+
+SELFTEST_API int edgeattn_emu_selftest_async_copy(
+    float const* in, float* out, int const* valid, int threads, int pending)
+{
+    asyncCopyKernel<<<1, threads, kCopyGroups * threads * 16>>>(
+        reinterpret_cast<float4 const*>(in), reinterpret_cast<float4*>(out), valid, pending);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_exp2_approx(float const* in, float* out, int count)
+{
+    exp2ApproxKernel<<<1, 64>>>(in, out, count);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_traffic(float const* in, float const* in4, float* out, int threads, int loads)
+{
+    trafficKernel<<<1, threads, threads * sizeof(float)>>>(in, reinterpret_cast<float4 const*>(in4), out, loads);
+    return cudaGetLastError();
+}
+
+SELFTEST_API int edgeattn_emu_selftest_memset(void* destination, int value, size_t bytes)
+{
+    return cudaMemsetAsync(destination, value, bytes, 0);
 }
 
 SELFTEST_API int edgeattn_emu_selftest_mma_table(float const* a, float const* b, float const* c, float* d,
