@@ -26,6 +26,7 @@ DEVICE_SIDE_GLOBS = [
     "edgeattn/_io.py",
     "edgeattn/_subprocess.py",
     "edgeattn/_paths.py",
+    "edgeattn/cost.py",
     "edgeattn/schemas.py",
     "edgeattn/plugins.py",
     "edgeattn/plugins/**/*.py",

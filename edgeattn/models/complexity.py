@@ -31,6 +31,9 @@ import torch
 import torch.nn as nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .. import cost
+from ..cost import multi_spot_macs
+
 
 #: One-line statement of the counting convention (printed by ``edgeattn models --json``).
 COUNTING_NOTE = ("MACs of one image (batch 1): Linear/Conv layers by forward hooks, attention cores analytically per "
@@ -266,9 +269,10 @@ def _attention_hook(tally, fn):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Attention-core formulas. Each one is the MAC count of the matmuls between activations inside the module (the
-# module's own qkv/proj Linears are counted by their hooks). Notation: B batch, N tokens, C channels, d head
-# width, h heads. Counted per batch element times B.
+# Attention-core formulas: the module's hyper-parameters and the shapes seen in the call, fed to the one cost model
+# (edgeattn.cost, which gives each formula). The module's own qkv/proj Linears are counted by their hooks; the
+# parametric convolutions it applies functionally (LePE, DWC) are added here. Notation: B batch, N tokens,
+# C channels, d head width, h heads.
 # --------------------------------------------------------------------------------------------------------------
 
 def _lepe(tally, module, batch, tokens, channels):
@@ -283,193 +287,145 @@ def _padded(size, window):
 
 @formula("MultiHeadSoftmaxAttention")
 def _softmax(module, x, hw, tally):
-    # softmax(q k^T) v: N*N*C for the scores plus N*N*C for the weighted sum
     b, n, c = x.shape
-    tally.add_core(module, b * 2 * n * n * c, softmax=True)
+    tally.add_core(module, cost.softmax_attention_macs(n, n, c, batch=b), softmax=True)
     _lepe(tally, module, b, n, c)
 
 
 @formula("BlockifyAttention")
 def _blockify(module, x, hw, tally):
-    # each (padded) token attends to the ws*ws tokens of its window: 2 * Np * ws^2 * C
+    # every padded window at full size, whatever the padding mode (the papers count padded maps)
     b, _, c = x.shape
     ws = module.window_size
-    tokens = _padded(hw[0], ws) * _padded(hw[1], ws)
-    tally.add_core(module, b * 2 * tokens * ws * ws * c, softmax=True)
-    _lepe(tally, module, b, tokens, c)
+    tally.add_core(module, cost.window_attention_macs(hw[0], hw[1], ws, c, batch=b), softmax=True)
+    _lepe(tally, module, b, _padded(hw[0], ws) * _padded(hw[1], ws), c)
 
 
 @formula("EfficientAttention")
 def _effatt(module, x, hw, tally):
-    # context = k_hat^T v (N*d*d per head) and out = q_hat context (N*d*d per head): 2 * N * d * C
     b, n, c = x.shape
-    d = c // module.num_heads
-    tally.add_core(module, b * 2 * n * d * c)
+    tally.add_core(module, cost.efficient_attention_macs(n, c, module.num_heads, batch=b))
     _lepe(tally, module, b, n, c)
 
 
 @formula("ELFATTAttention")
 def _elfatt(module, x, hw, tally):
-    # global EFFATT heads on c1 channels: 2 * N * d * c1 (linear, not softmax);
-    # blockify heads on c2 channels: 2 * Np * ws^2 * c2 (softmax); LePE on both branches
+    # global EFFATT heads on c1 channels (linear, not softmax), blockify heads on c2 (softmax); LePE on both
     b, n, c = x.shape
     d = c // module.num_heads
     c1 = module.num_global_heads * d
     c2 = c - c1
     ws = module.window_size
+    linear, softmax = cost.elfatt_macs(hw[0], hw[1], ws, c, module.num_heads, module.num_global_heads, batch=b)
     if c1:
-        tally.add_core(module, b * 2 * n * d * c1)
+        tally.add_core(module, linear)
         conv = getattr(module, "get_v_global", None)
         if conv is not None:
             tally.add_functional(conv, b * n * c1 * 9)
     if c2:
-        tokens = _padded(hw[0], ws) * _padded(hw[1], ws)
-        tally.add_core(module, b * 2 * tokens * ws * ws * c2, softmax=True)
+        tally.add_core(module, softmax, softmax=True)
         conv = getattr(module, "get_v_local", None)
         if conv is not None:
-            tally.add_functional(conv, b * tokens * c2 * 9)
+            tally.add_functional(conv, b * _padded(hw[0], ws) * _padded(hw[1], ws) * c2 * 9)
 
 
 @formula("CrossShapedWindowAttention")
 def _cswin(module, x, hw, tally):
-    # half the channels attend within H x sw stripes (each token sees H*sw keys), half within sw x W stripes;
-    # the last stage is one full-map branch: 2 * N * N * C. LePE inside each stripe: 9 * N * C.
+    # stripes of width split_size; the last stage is one full-map branch. LePE inside each stripe: 9 * N * C.
     b, n, c = x.shape
     height, width = hw
     if module.last_stage:
-        macs = 2 * n * n * c
+        macs = cost.softmax_attention_macs(n, n, c, batch=b)
     else:
-        sw = module.split_size
-        half = c // 2
-        macs = 2 * n * height * sw * half + 2 * n * sw * width * (c - half)
-    tally.add_core(module, b * macs, softmax=True)
+        macs = cost.cswin_stripes_macs(height, width, module.split_size, c, batch=b)
+    tally.add_core(module, macs, softmax=True)
     for branch in module.attns:
         tally.add_functional(branch.get_v, b * n * branch.get_v.in_channels * 9)
 
 
 @formula("ShiftedWindowAttention")
 def _swin_window(module, x, hw, tally):
-    # every token of the (shift-invariant) padded map attends to the L = ws^2 tokens of its window: 2 * Np * L * C
+    # every token of the (shift-invariant) padded map attends to the ws^2 tokens of its window
     b, _, c = x.shape
     window, _, padded_h, padded_w = module.geometry(*hw)
-    tally.add_core(module, b * 2 * padded_h * padded_w * window * window * c, softmax=True)
+    tally.add_core(module, cost.window_attention_macs(padded_h, padded_w, window, c, batch=b), softmax=True)
 
 
 @formula("AgentAttention")
 def _agent(module, x, hw, tally):
-    # A agents: A K^T and its product with V (2 * A * N * C), then Q A^T and its product with the agent values
-    # (2 * N * A * C); the agent biases carry a bias term, so this is not a FlashAttention core (the ELFATT paper's
-    # Agent rows keep it in the FA column). DWC: 9 MACs per channel and token.
+    # the agent biases carry a bias term, so this is not a FlashAttention core (the ELFATT paper's Agent rows keep
+    # it in the FA column). DWC: 9 MACs per channel and token.
     b, n, c = x.shape
-    tally.add_core(module, b * 4 * n * module.agent_num * c)
+    tally.add_core(module, cost.agent_attention_macs(n, module.agent_num, c, batch=b))
     tally.add_functional(module.dwc, b * n * c * 9)
 
 
 @formula("FocusedLinearAttention")
 def _flatten(module, x, hw, tally):
-    # per head phi(k)^T v and phi(q) (phi(k)^T v): 2 * N * d * C; the normaliser phi(q) . mean phi(k): N * C.
     # DWC k x k over d channels for each of the h heads: N * C * k^2; LePE (CSWin variant): 9 * N * C.
     b, n, c = x.shape
-    d = c // module.num_heads
-    tally.add_core(module, b * (2 * n * d * c + n * c))
+    tally.add_core(module, cost.focused_linear_attention_macs(n, c, module.num_heads, batch=b))
     k = module.dwc.kernel_size
     tally.add_functional(module.dwc, b * n * c * k[0] * k[1])
     if module.get_v is not None:
         tally.add_functional(module.get_v, b * n * c * 9)
 
 
-def multi_spot_macs(tokens, prefix, channels, region_size, topk, pools):
-    """MACs of one Multi-Spot core (softmax mode) per image: region representatives scored against the P + N keys
-    (when topk) and against the pooled keys of top-k pooled levels, then every map query against its region's
-    topk + pooled keys (scores and weighted sum), and the P prefix queries against all P + N keys.
-    ``pools``: (pooled token count, top-k or None) per level."""
-    regions = tokens // (region_size * region_size)
-    selected = topk + sum(count if level_topk is None else level_topk for count, level_topk in pools)
-    macs = 2 * tokens * selected * channels + 2 * prefix * (prefix + tokens) * channels
-    if topk:
-        macs += regions * (prefix + tokens) * channels
-    macs += sum(regions * count * channels for count, level_topk in pools if level_topk is not None)
-    return macs
-
-
 @formula("MultiSpotAttention")
 def _multispot(module, x, hw, tally):
     b, n, c = x.shape
     pools = [(n // (p * p), kt) for p, kt in zip(module.pool_sizes, module.pool_topk)]
-    tally.add_core(module, b * multi_spot_macs(n, 0, c, module.region_size, min(module.topk, n), pools))
+    tally.add_core(module, multi_spot_macs(n, 0, c, module.region_size, min(module.topk, n), pools, batch=b))
 
 
 @formula("ViTAttention")
 def _vit_attention(module, x, hw, tally):
-    # softmax over all 1 + H*W tokens (2 * N^2 * C, a FlashAttention core), or the Multi-Spot core
+    # softmax over all 1 + H*W tokens (a FlashAttention core), or the Multi-Spot core
     b, n, c = x.shape
     if module.multispot is None:
-        tally.add_core(module, b * 2 * n * n * c, softmax=True)
+        tally.add_core(module, cost.softmax_attention_macs(n, n, c, batch=b), softmax=True)
         return
     spot = module.multispot
     tokens = n - module.prefix_tokens
     pools = [(tokens // spot["pool_side"] ** 2, None)] if spot.get("pool_side") else []
-    tally.add_core(module, b * multi_spot_macs(tokens, module.prefix_tokens, c, spot["region_size"], spot["topk"],
-                                               pools))
+    tally.add_core(module, multi_spot_macs(tokens, module.prefix_tokens, c, spot["region_size"], spot["topk"],
+                                           pools, batch=b))
 
 
 @formula("LiteMLA")
 def _litemla(module, x, hw, tally):
-    # per head group (heads * (1 + scales) groups of width d), with the padded-V trick:
-    # v_pad^T phi(k): N * F * (d + 1) and (v_pad^T phi(k)) phi(q): N * F * (d + 1), F = d (ReLU) or 2d + 1 (QT)
+    # per head group: heads * (1 + scales) groups of width d
     b, _, height, width = x.shape
-    n = height * width
-    d = module.dim
     groups = module.heads * (1 + len(module.aggreg))
-    features = 2 * d + 1 if module.kernel == "quadratic_taylor" else d
-    tally.add_core(module, b * groups * 2 * n * features * (d + 1))
+    tally.add_core(module, cost.lite_mla_macs(height * width, groups, module.dim, module.kernel, batch=b))
 
 
 @formula("SOFTAttention")
 def _soft(module, x, hw, tally):
-    # per head, m landmarks: P = l q^T (m*N*d), A = l l^T (m*m*d), P v (m*N*d), M (P v) (m*m*d),
-    # P^T (M P v) (N*m*d); Newton-Raphson: iters * 2 * m^3 (X A, then (X A) X).
-    # The per-head depthwise conv on V is applied functionally: k*k MACs per channel and token.
+    # m landmarks on the map subsampled by the sampling ratio; the per-head depthwise conv on V is applied
+    # functionally: k*k MACs per channel and token.
     b, n, c = x.shape
     height, width = hw
     r = module.sampling_ratio
     m = (height // r) * (width // r)
-    heads, d = module.num_heads, module.head_dim
-    newton = heads * module.newton_iters * 2 * m ** 3
-    core = heads * (3 * m * n * d + 2 * m * m * d) + newton
-    tally.add_core(module, b * core, iterative=b * newton)
+    core, newton = cost.soft_macs(n, m, module.num_heads, module.head_dim, module.newton_iters, batch=b)
+    tally.add_core(module, core, iterative=newton)
     if module.dwconv is not None:
         k = module.dwconv.kernel_size
         tally.add_functional(module.dwconv, b * n * c * k[0] * k[1])
 
 
-def _kernel_attention(queries, keys, features, channels, heads):
-    """Row-normalised kernel attention on head layout: phi(k)^T v (keys*F*d per head), phi(q) (phi(k)^T v)
-    (queries*F*d per head) and the normaliser phi(q) . sum phi(k) (queries*F per head)."""
-    return keys * features * channels + queries * features * channels + queries * features * heads
-
-
 @formula("FLuRKAAttention")
 def _flurka(module, x, hw, tally):
-    # E1 x and E2 x: 2 * d_k * N * C; Performer features: (N + d_k) * F * C (random projections of q and k);
-    # then kernel attention over d_k compressed keys
     b, n, c = x.shape
-    rank = module.E1.shape[0]
     heads = module.num_heads
-    d = c // heads
-    macs = 2 * rank * n * c
-    if module.feature_map == "performer":
-        features = module.projection.shape[0]
-        macs += (n + rank) * features * c
-    else:
-        features = d
-    macs += _kernel_attention(n, rank, features, c, heads)
-    tally.add_core(module, b * macs)
+    performer = module.feature_map == "performer"
+    features = module.projection.shape[0] if performer else c // heads
+    tally.add_core(module, cost.flurka_macs(n, module.E1.shape[0], c, heads, features, performer, batch=b))
 
 
 @formula("TokenPerformer")
 def _token_performer(module, x, hw, tally):
-    # T2T token Performer (one head of width e, F random features, keys not compressed)
     b, n, _ = x.shape
     features, e = module.projection.shape
-    tally.add_core(module, b * (2 * n * features * e + _kernel_attention(n, n, features, e, 1)))
+    tally.add_core(module, cost.token_performer_macs(n, features, e, batch=b))

@@ -1,9 +1,10 @@
 """Timing of the operator cores on this CPU, shared by ``edgeattn ops-bench`` and ``benchmarks/ops_cpu.py``.
 
 FLOP convention (used everywhere here): GEMM FLOPs only, 2 per multiply-accumulate of the operator's matrix
-products, counted over the work the core actually has to do (masked padding adds nothing: its partial windows
-are computed at their real size; "zeros" padding is counted on the padded map). Softmax/exp, normalisation,
-copies and the landmark sampler are not counted, so GFLOP/s here is directly comparable to a square GEMM.
+products as :mod:`edgeattn.cost` counts them (the model counter's formulas), over the work the core actually has
+to do (masked padding adds nothing: its partial windows are computed at their real size; "zeros" padding is
+counted on the padded map). Softmax/exp, normalisation, copies and the landmark sampler are not counted, so
+GFLOP/s here is directly comparable to a square GEMM.
 
 Timing: each case runs once to warm up, then at least ``repeats`` times and until ``min_time_s`` has passed
 (at most ``max_repeats``); the minimum is the headline number (least disturbed by other processes on a shared
@@ -17,6 +18,7 @@ import time
 
 import torch
 
+from .. import cost
 from ._common import OpShapeError
 from .blockify import blockify_attention
 from .cswin import cross_shaped_window_attention
@@ -27,7 +29,6 @@ from .litemla import lite_mla_attention
 from .multispot import multi_spot_attention
 from .soft import soft_kernel_attention
 from .softmax import softmax_attention
-from .windows import window_grid
 
 BASELINE = "sdpa"
 
@@ -169,19 +170,6 @@ def load_warning():
             "multi-threaded small ops) are inflated and noisy".format(load, cpus))
 
 
-def _window_flops(height, width, window, d, heads, padding):
-    """4 * L_w^2 * d per window and head: the windows actually computed (masked partial windows at real size)."""
-    if padding == "zeros":
-        rows, cols = window_grid(height, width, window, window)
-        return 4.0 * rows * cols * (window * window) ** 2 * d * heads
-    full_rows, rest_rows = divmod(height, window)
-    full_cols, rest_cols = divmod(width, window)
-    sizes = [(full_rows, window), (1 if rest_rows else 0, rest_rows)]
-    col_sizes = [(full_cols, window), (1 if rest_cols else 0, rest_cols)]
-    total = sum(nr * nc * (h * w) ** 2 for nr, h in sizes for nc, w in col_sizes)
-    return 4.0 * total * d * heads
-
-
 def _tokens(b, n, c, seed, scale=1.0):
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(b, n, c, generator=generator) * scale
@@ -195,46 +183,48 @@ def build_case(name, tokens, heads, head_dim, window_size):
     pad = "none" if height % window_size == 0 and width % window_size == 0 else "masked"
     details = {"height": height, "width": width}
     if name == "sdpa":
-        return (lambda: softmax_attention(q, k, v, num_heads=heads)), 4.0 * n * n * d * heads, details
+        gemm = cost.flops(cost.softmax_attention_macs(n, n, c))
+        return (lambda: softmax_attention(q, k, v, num_heads=heads)), gemm, details
     if name == "blockify":
         details["padding"] = pad
-        flops = _window_flops(height, width, window_size, d, heads, pad)
+        gemm = cost.flops(cost.window_attention_macs(height, width, window_size, c,
+                                                     exact_partial_windows=pad == "masked"))
         return (lambda: blockify_attention(q, k, v, num_heads=heads, height=height, width=width,
-                                           window_size=window_size, padding=pad)), flops, details
+                                           window_size=window_size, padding=pad)), gemm, details
     if name == "effatt":
-        return (lambda: efficient_attention(q, k, v, num_heads=heads)), 4.0 * n * d * d * heads, details
+        gemm = cost.flops(cost.efficient_attention_macs(n, c, heads))
+        return (lambda: efficient_attention(q, k, v, num_heads=heads)), gemm, details
     if name == "elfatt":
         if heads < 2:
             raise OpShapeError("ELFATT needs >= 2 heads (one global, one block)")
         global_heads = heads // 2
         details.update(padding=pad, global_heads=global_heads)
-        flops = 4.0 * n * d * d * global_heads + _window_flops(height, width, window_size, d, heads - global_heads,
-                                                                 pad)
+        gemm = cost.flops(sum(cost.elfatt_macs(height, width, window_size, c, heads, global_heads,
+                                               exact_partial_windows=pad == "masked")))
         return (lambda: elfatt_attention(q, k, v, num_heads=heads, num_global_heads=global_heads, height=height,
-                                         width=width, window_size=window_size, padding=pad)), flops, details
+                                         width=width, window_size=window_size, padding=pad)), gemm, details
     if name == "cswin":
         if heads % 2:
             raise OpShapeError("CSWin needs an even number of heads")
         split = largest_divisor_at_most(math.gcd(height, width), window_size)
         details["split_size"] = split
-        flops = 4.0 * n * d * (heads // 2) * (height * split + split * width)
+        gemm = cost.flops(cost.cswin_stripes_macs(height, width, split, c))
         return (lambda: cross_shaped_window_attention(q, k, v, num_heads=heads, height=height, width=width,
-                                                      split_size=split)), flops, details
+                                                      split_size=split)), gemm, details
     if name in ("litemla-relu", "litemla-qt"):
         kernel = "relu" if name == "litemla-relu" else "quadratic_taylor"
-        features = d if kernel == "relu" else 2 * d + 1
         qkv_map = _tokens(1, 3 * c, height * width, 4).reshape(1, 3 * c, height, width)
-        flops = 4.0 * heads * n * (d + 1) * features
-        return (lambda: lite_mla_attention(qkv_map, head_dim=d, kernel=kernel)), flops, details
+        gemm = cost.flops(cost.lite_mla_macs(n, heads, d, kernel))
+        return (lambda: lite_mla_attention(qkv_map, head_dim=d, kernel=kernel)), gemm, details
     if name == "soft++":
         ratio_h, ratio_w = max(1, height // 7), max(1, width // 7)
         m = (height // ratio_h) * (width // ratio_w)
         landmarks = _tokens(1, m, c, 5, scale=0.3)
         qs = q * d ** -0.25
         details.update(landmarks=m, newton_iters=20)
-        flops = heads * (2.0 * m * n * d * 3 + 2.0 * m * m * d * 2 + 20 * 4.0 * m ** 3)
+        gemm = cost.flops(cost.soft_macs(n, m, heads, d, iterations=20)[0])
         return (lambda: soft_kernel_attention(qs, landmarks, v, num_heads=heads, newton_iters=20,
-                                              symmetric_norm=True)), flops, details
+                                              symmetric_norm=True)), gemm, details
     if name in ("flurka-elu", "flurka-performer"):
         rank = min(64, n)
         feature_map = "elu" if name == "flurka-elu" else "performer"
@@ -243,14 +233,12 @@ def build_case(name, tokens, heads, head_dim, window_size):
         projection = orthogonal_gaussian_features(features, d, torch.Generator().manual_seed(0)) \
             if feature_map == "performer" else None
         details.update(rank=rank, features=features)
-        flops = 2.0 * 2 * rank * n * c + heads * (4.0 * rank * features * d + 4.0 * n * features * d)
-        if feature_map == "performer":
-            flops += heads * 2.0 * (n + rank) * features * d
+        gemm = cost.flops(cost.flurka_macs(n, rank, c, heads, features, performer=feature_map == "performer"))
 
         def run():
             return flurka_attention(q, compress_tokens(k, E1), compress_tokens(v, E2), num_heads=heads,
                                     feature_map=feature_map, projection=projection)
-        return run, flops, details
+        return run, gemm, details
     if name == "multispot":
         region = largest_divisor_at_most(math.gcd(height, width), window_size + 1)
         pool = largest_divisor_at_most(math.gcd(height, width), 2)
@@ -258,12 +246,11 @@ def build_case(name, tokens, heads, head_dim, window_size):
         pooled_all = (height // region) * (width // region)
         pooled_top = min(16, (height // pool) * (width // pool))
         details.update(region_size=region, topk=topk, pool_levels=[[pool, pooled_top], [region, None]])
-        regions = (height // region) * (width // region)
-        selected = topk + pooled_top + pooled_all
-        flops = heads * (2.0 * regions * d * (n + n // (pool * pool)) + 4.0 * n * selected * d)
+        levels = [(n // (pool * pool), pooled_top), (pooled_all, None)]
+        gemm = cost.flops(cost.multi_spot_macs(n, 0, c, region, topk, levels))
         return (lambda: multi_spot_attention(q, k, v, num_heads=heads, height=height, width=width,
                                              region_size=region, topk=topk, pool_sizes=[pool, region],
-                                             pool_topk=[pooled_top, None])), flops, details
+                                             pool_topk=[pooled_top, None])), gemm, details
     raise OpShapeError("unknown operator {!r}".format(name))
 
 
