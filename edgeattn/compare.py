@@ -309,16 +309,13 @@ class EngineSide(Side):
     def __init__(self, path, backend="auto", plugins=None, trtexec=None, allow_engine_host_code=False,
                  timeout=None):
         super().__init__(path)
-        from .bench import _choose_backend, check_model_file
-        from .engine import manifest as manifest_module
+        from .bench import choose_backend, check_model_file
+        from .tensorrt import manifest as manifest_module
 
-        check_model_file(path)  # readable, and matching its manifest when it has one
+        # readable, matching its manifest when it has one, and no embedded host code unless allowed
+        check_model_file(path, allow_engine_host_code=allow_engine_host_code)
         self.manifest = manifest_module.read_manifest(path)
-        if (self.manifest or {}).get("tensorrt", {}).get("version_compatible") and not allow_engine_host_code:
-            raise EdgeAttnError("{} is a version-compatible engine: loading it runs host code (a plugin library) "
-                                "embedded in the engine file; pass --allow-engine-host-code only for an engine "
-                                "you built or trust".format(path))
-        self.backend = _choose_backend(backend, "engine", trtexec)
+        self.backend = choose_backend(backend, "engine", trtexec)
         self.inputs, self.batch = _manifest_inputs(self.manifest)
         self.max_batch = None
         profiles = (self.manifest or {}).get("profiles") or []
@@ -351,27 +348,22 @@ class EngineSide(Side):
 
     # TensorRT Python, through Polygraphy's runner. UNVERIFIED: no TensorRT or GPU here.
     def _open_tensorrt(self):
-        from .bench.cuda import open_cuda
-        from .engine import manifest as manifest_module
-        from .engine import plugin_library
-        from .engine.tensorrt_api import get_logger, import_tensorrt, load_plugins, tensorrt_version
+        from .tensorrt import manifest as manifest_module
+        from .tensorrt import plugin_library
+        from .tensorrt.api import deserialize_engine, import_tensorrt, load_plugins, tensorrt_version
+        from .tensorrt.cuda import open_cuda
 
         trt = import_tensorrt("running an engine in edgeattn compare")
+        version = tensorrt_version(trt)
         cuda = open_cuda()
-        manifest_module.preflight(self.path, self.manifest, tensorrt_version(trt), cuda.device())
+        manifest_module.preflight(self.path, self.manifest, version, cuda.device())
         cuda.release()
         library = plugin_library.resolve(self._plugins, manifest_plugins=(self.manifest or {}).get("plugins"),
                                          custom_ops=(self.manifest or {}).get("custom_ops") or (), load=False)
         load_plugins(trt, library["path"] if library else None)
         with open(self.path, "rb") as handle:
             data = handle.read()
-        runtime = trt.Runtime(get_logger(trt))
-        if self._allow_host_code and hasattr(runtime, "engine_host_code_allowed"):
-            runtime.engine_host_code_allowed = True
-        engine = runtime.deserialize_cuda_engine(data)
-        if engine is None:
-            raise EdgeAttnError("TensorRT could not deserialize {}; rebuild it with `edgeattn build`".format(
-                self.path))
+        engine = deserialize_engine(trt, data, self.path, version, allow_engine_host_code=self._allow_host_code)
         with _quiet_polygraphy():
             from polygraphy.backend.trt import TrtRunner
 
@@ -392,7 +384,7 @@ class EngineSide(Side):
 
     def _infer_trtexec(self, array):
         from .bench.trtexec_backend import run_for_export
-        from .engine import plugin_library
+        from .tensorrt import plugin_library
         from .trtexec import flags
 
         name, dims, dtype = self.inputs[0]
@@ -696,7 +688,7 @@ def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugi
     Returns the compare report; ``report["passed"]`` says whether the engine agrees within
     :data:`CHECK_TOLERANCES`."""
     from ._io import outputs_now, write_json
-    from .engine import manifest as manifest_module
+    from .tensorrt import manifest as manifest_module
 
     atol, rtol = CHECK_TOLERANCES.get(precision, CHECK_TOLERANCES["fp32"])
     report = compare_models(engine_path, onnx_path, count=CHECK_INPUTS, atol=atol, rtol=rtol, backend=backend,

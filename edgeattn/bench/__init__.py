@@ -17,14 +17,13 @@
 
 Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = batch x iterations / timed wall time.
 """
-import hashlib
 import os
 
 from .. import onnx_graph
 from .._io import sha256_file
-from ..engine import manifest as manifest_module
-from ..engine.console import warn
+from ..console import warn
 from ..errors import EdgeAttnError
+from ..tensorrt import manifest as manifest_module
 from .context import run_context
 from .stats import latency_stats, throughput
 from .timing import check_run_length
@@ -56,25 +55,6 @@ def _model_kind(path):
     return "engine", data
 
 
-def engine_manifest_problem(engine_path, manifest, data=None):
-    """Why an engine does not match its manifest (damaged, truncated or replaced since it was built); None if it
-    does or when there is nothing to compare."""
-    want = ((manifest or {}).get("engine") or {}).get("sha256")
-    if not want:
-        return None
-    have = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(engine_path)
-    if have == want:
-        return None
-    return "{} does not match its manifest {} (sha256 {}..., built as {}...): it was damaged or replaced".format(
-        engine_path, manifest_module.manifest_path(engine_path), have[:12], want[:12])
-
-
-def host_code_refusal(engine_path, manifest):
-    """The one-line refusal for an engine whose manifest says it embeds host code (version-compatible)."""
-    return ("{} is a version-compatible engine: loading it runs host code (a plugin library) embedded in the "
-            "engine file; pass --allow-engine-host-code only for an engine you built or trust".format(engine_path))
-
-
 def check_model_file(path, allow_engine_host_code=False):
     """Open and check a model before any output is written: ``"onnx"`` or ``"engine"``. An ONNX file must parse;
     an engine must be non-empty and, when it has a manifest, match it (and embed no host code unless allowed).
@@ -82,12 +62,8 @@ def check_model_file(path, allow_engine_host_code=False):
     path = os.fspath(path)
     kind, data = _model_kind(path)
     if kind == "engine":
-        manifest = manifest_module.read_manifest(path)
-        problem = engine_manifest_problem(path, manifest, data)
-        if problem:
-            raise EdgeAttnError(problem)
-        if ((manifest or {}).get("tensorrt") or {}).get("version_compatible") and not allow_engine_host_code:
-            raise EdgeAttnError(host_code_refusal(path, manifest))
+        manifest_module.check_engine(path, manifest_module.read_manifest(path), data,
+                                     allow_engine_host_code=allow_engine_host_code)
     return kind
 
 
@@ -99,7 +75,8 @@ def _tensorrt_importable():
     return True
 
 
-def _choose_backend(backend, kind, trtexec):
+def choose_backend(backend, kind, trtexec):
+    """The backend that runs a ``kind`` (``"onnx"`` or ``"engine"``) file for ``--backend backend``."""
     if backend not in BACKENDS:
         raise EdgeAttnError("unknown backend {!r} (choose {})".format(backend, ", ".join(BACKENDS)))
     if kind == "onnx":
@@ -110,7 +87,7 @@ def _choose_backend(backend, kind, trtexec):
         return backend
     if _tensorrt_importable():
         try:
-            from .cuda import open_cuda
+            from ..tensorrt.cuda import open_cuda
             open_cuda()
             return "tensorrt"
         except EdgeAttnError:
@@ -148,7 +125,7 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         raise EdgeAttnError(str(error))
     model_path = os.fspath(model_path)
     kind, data = _model_kind(model_path)
-    backend = _choose_backend(backend, kind, trtexec)
+    backend = choose_backend(backend, kind, trtexec)
     if threads is not None and backend != "onnxruntime":
         warn("--threads only applies to ONNX Runtime; ignored for {}".format(backend))
         threads = None
@@ -159,11 +136,8 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         if manifest is None:
             warn("{} has no manifest ({}); its TensorRT version and device cannot be checked before loading".format(
                 model_path, os.path.basename(manifest_module.manifest_path(model_path))))
-        elif engine_manifest_problem(model_path, manifest, data):
-            raise EdgeAttnError(engine_manifest_problem(model_path, manifest, data) + "; rebuild it with `{}`".format(
-                manifest.get("rebuild_command") or "edgeattn build"))
-        elif (manifest.get("tensorrt") or {}).get("version_compatible") and not allow_engine_host_code:
-            raise EdgeAttnError(host_code_refusal(model_path, manifest))
+        manifest_module.check_engine(model_path, manifest, data, allow_engine_host_code=allow_engine_host_code,
+                                     rebuild_hint=True)
 
     if backend == "onnxruntime":
         from . import onnxruntime_backend
@@ -178,7 +152,7 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         if kind != "engine":
             raise EdgeAttnError("--backend tensorrt runs engines; build one first with `edgeattn build {}`".format(
                 model_path))
-        from ..engine import plugin_library
+        from ..tensorrt import plugin_library
         from . import tensorrt_backend
 
         library = plugin_library.resolve(plugins, manifest_plugins=(manifest or {}).get("plugins"),

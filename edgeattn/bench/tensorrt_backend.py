@@ -7,10 +7,10 @@ thin; the manifest preflight it runs first is tested.
 """
 import numpy as np
 
-from ..engine import manifest as manifest_module
-from ..engine.tensorrt_api import get_logger, import_tensorrt, load_plugins, tensorrt_version
 from ..errors import EdgeAttnError
-from .cuda import open_cuda
+from ..tensorrt import manifest as manifest_module
+from ..tensorrt.api import deserialize_engine, import_tensorrt, load_plugins, tensorrt_version
+from ..tensorrt.cuda import open_cuda
 from .inputs import random_array
 from .timing import run_timed
 
@@ -48,14 +48,7 @@ def run(engine_path, data, manifest, batch, plugin_library, warmup_s, duration_s
 
 def _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_s, duration_s, iterations,
          cuda_graph, progress, allow_engine_host_code):
-    runtime = trt.Runtime(get_logger(trt))
-    # Only the user's explicit --allow-engine-host-code: the manifest beside an engine is not to be trusted.
-    if allow_engine_host_code and hasattr(runtime, "engine_host_code_allowed"):
-        runtime.engine_host_code_allowed = True
-    engine = runtime.deserialize_cuda_engine(data)
-    if engine is None:
-        raise EdgeAttnError("TensorRT {} could not deserialize {} (see the TensorRT messages above); rebuild it "
-                            "with `edgeattn build`".format(version, engine_path))
+    engine = deserialize_engine(trt, data, engine_path, version, allow_engine_host_code=allow_engine_host_code)
     context = engine.create_execution_context()
     profile_shapes = dict(manifest_module.check_batch(manifest, batch) or []) if manifest else {}
     tensors = _io_tensors(engine, trt)

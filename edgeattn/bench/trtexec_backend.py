@@ -13,9 +13,9 @@ import time
 
 from .. import onnx_graph
 from ..doctor import cuda_device, find_trtexec
-from ..engine import manifest as manifest_module
-from ..engine import plugin_library
 from ..errors import EdgeAttnError
+from ..tensorrt import manifest as manifest_module
+from ..tensorrt import plugin_library
 from ..trtexec import flags, probe_version, run_trtexec
 from ..trtexec.exports import parse_times, timed_iterations, trace_samples
 from ..trtexec.log import explain_failure, parse_device

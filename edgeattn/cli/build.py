@@ -5,7 +5,7 @@ import click
 
 
 def _format_summary(engine_path, manifest):
-    from ..engine.manifest import manifest_path
+    from ..tensorrt.manifest import manifest_path
 
     device = manifest.get("device") or {}
     precision = manifest["precision"]

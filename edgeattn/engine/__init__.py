@@ -1,6 +1,6 @@
-"""TensorRT engines: build (TensorRT Python or trtexec), the precision policy, and the manifest beside each
-engine. See :func:`edgeattn.engine.build.build_engine` and :mod:`edgeattn.engine.manifest`."""
+"""Building TensorRT engines (TensorRT Python or trtexec), the precision policy and the plugin-mode search. See
+:func:`edgeattn.engine.build.build_engine`; the manifest written beside each engine is
+:mod:`edgeattn.tensorrt.manifest`."""
 from .build import build_engine, default_engine_path
-from .manifest import manifest_path, read_manifest
 
-__all__ = ["build_engine", "default_engine_path", "manifest_path", "read_manifest"]
+__all__ = ["build_engine", "default_engine_path"]

@@ -17,9 +17,10 @@ import time
 from .. import onnx_graph
 from .._io import atomic_path, sha256_file, write_json
 from .._version import __version__
+from ..console import warn
 from ..errors import EdgeAttnError
-from .console import warn
-from .manifest import MANIFEST_SCHEMA, manifest_path
+from ..tensorrt import plugin_library
+from ..tensorrt.manifest import MANIFEST_SCHEMA, manifest_path
 from .precision import PrecisionPolicy, make_strongly_typed_fp16
 from .profiles import profile_record, resolve_profile
 
@@ -44,7 +45,7 @@ def _choose_backend(backend, trtexec):
     if backend not in BUILD_BACKENDS:
         raise EdgeAttnError("unknown build backend {!r} (choose {})".format(backend, ", ".join(BUILD_BACKENDS)))
     if backend in ("auto", "tensorrt"):
-        from .tensorrt_api import import_tensorrt, tensorrt_version
+        from ..tensorrt.api import import_tensorrt, tensorrt_version
 
         try:
             trt = import_tensorrt("`edgeattn build --backend tensorrt`")
@@ -156,8 +157,6 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
                     rebuild=dict(precision=precision, plugins=plugins, shapes=shapes, trtexec=trtexec,
                                  plugin_mode=mode if plugin_mode is not None and families else None))
 
-    from . import plugin_library
-
     if mode == "auto" and families:
         return _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer, selection_warmup_s,
                               selection_duration_s)
@@ -213,7 +212,7 @@ def _timer(backend, trtexec_path):
     if backend == "trtexec":
         return ("trtexec", trtexec_path), None
     try:
-        from ..bench.cuda import open_cuda
+        from ..tensorrt.cuda import open_cuda
 
         open_cuda()
         return ("tensorrt", None), None
@@ -249,8 +248,8 @@ def _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer
     directory beside the engine, then move the fastest (and its manifest) into place."""
     import shutil
 
-    from . import plugin_library, plugin_selection
-    from ..bench import run_benchmark
+    from . import plugin_selection
+    from ..bench import run_benchmark  # build sits above bench: it times candidates with bench's public entry
 
     say = job.say
     library, library_error = None, None
@@ -368,7 +367,6 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
                                             onnx_path)
     if not os.path.exists(engine_file) or os.path.getsize(engine_file) == 0:
         raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
-    from . import plugin_library
     from ..doctor import jetson_context
 
     jetson = jetson_context(with_clocks=False)

@@ -1,6 +1,6 @@
 """Optimization profiles from ``--shapes NAME:MIN,OPT,MAX`` and the ONNX graph inputs."""
 from ..errors import EdgeAttnError
-from .console import warn
+from ..console import warn
 
 
 def parse_dims(text, spec):

@@ -6,15 +6,15 @@ strongly typed) Python API and is deliberately thin. The trtexec builder is the 
 import os
 
 from .._io import atomic_write
+from ..console import warn
 from ..errors import EdgeAttnError
-from .console import warn
+from ..tensorrt.api import format_creators, get_logger, load_plugins, registered_creators
 from .precision import apply_weak_typing
-from .tensorrt_api import format_creators, get_logger, load_plugins, registered_creators
 
 
 def _current_device():
     try:
-        from ..bench.cuda import open_cuda
+        from ..tensorrt.cuda import open_cuda
 
         return open_cuda().device()
     except EdgeAttnError:

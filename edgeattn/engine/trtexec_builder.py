@@ -1,10 +1,10 @@
 """Building with trtexec: the same build as the Python builder, through command-line flags for its version."""
+from ..console import warn
 from ..errors import EdgeAttnError
+from ..tensorrt.plugin_library import creator_tuples
 from ..trtexec import flags, run_trtexec
 from ..trtexec.log import explain_failure, parse_device
 from ..trtexec.version import version_from_output
-from .console import warn
-from .plugin_library import creator_tuples
 
 
 def build(trtexec, version, onnx_file, engine_file, policy, typing, islands, profile, workspace_mb, timing_cache,

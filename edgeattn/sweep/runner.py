@@ -271,7 +271,7 @@ def _order_plan(modes, current_id, needs_reboot):
 def _stale_engine_reason(engine_path, onnx_path):
     """Why an engine from an earlier run must not be reused (None when it may): no or unreadable manifest, bytes
     that differ from the sha256 the manifest recorded (a damaged or replaced file), or an ONNX changed since."""
-    from ..engine import manifest as manifest_module
+    from ..tensorrt import manifest as manifest_module
 
     try:
         manifest = manifest_module.read_manifest(engine_path)
@@ -279,8 +279,8 @@ def _stale_engine_reason(engine_path, onnx_path):
         return error.format_message()
     if manifest is None:
         return "it has no manifest"
-    want = (manifest.get("engine") or {}).get("sha256")
-    if not want or sha256_file(engine_path) != want:
+    if not manifest_module.recorded_engine_sha256(manifest) or \
+            manifest_module.engine_manifest_problem(engine_path, manifest):
         return "it does not match the sha256 in its manifest"
     source = (manifest.get("source_onnx") or {}).get("sha256")
     if source and source != sha256_file(onnx_path):

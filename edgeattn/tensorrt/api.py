@@ -78,5 +78,23 @@ def load_plugins(trt, library_path=None):
     return None
 
 
+def deserialize_engine(trt, data, engine_path, version, allow_engine_host_code=False):
+    """The ``ICudaEngine`` in ``data`` (the bytes of ``engine_path``), through this process's one logger.
+
+    ``allow_engine_host_code`` lets TensorRT run host code embedded in a version-compatible engine; only the
+    user's explicit ``--allow-engine-host-code`` may set it, never the manifest beside the engine (which travels
+    with it and is not to be trusted). Call :func:`load_plugins` first. Raises :class:`EdgeAttnError` when TensorRT
+    returns no engine (its own messages went to the logger just before).
+    """
+    runtime = trt.Runtime(get_logger(trt))
+    if allow_engine_host_code and hasattr(runtime, "engine_host_code_allowed"):
+        runtime.engine_host_code_allowed = True
+    engine = runtime.deserialize_cuda_engine(data)
+    if engine is None:
+        raise EdgeAttnError("TensorRT {} could not deserialize {} (see the TensorRT messages above); rebuild it "
+                            "with `edgeattn build`".format(version, engine_path))
+    return engine
+
+
 def format_creators(creators):
     return ", ".join("{}::{} v{}".format(ns, name, version) for name, version, ns in creators) or "none"

@@ -36,9 +36,11 @@ loading it, and its engine sha256 lets ``sweep --resume`` find damaged engines. 
      "workspace_mb", "timing_cache", "edgeattn_version", "built_at" (ISO 8601 UTC), "build_seconds",
      "rebuild_command": "edgeattn build ..."}
 """
+import hashlib
 import json
 import os
 
+from .._io import sha256_file
 from ..errors import EdgeAttnError
 
 MANIFEST_SCHEMA = "edgeattn.engine/1"
@@ -63,6 +65,50 @@ def read_manifest(engine_path):
         raise EdgeAttnError("{} is not an edgeattn engine manifest (expected schema {})".format(
             path, MANIFEST_SCHEMA))
     return manifest
+
+
+def recorded_engine_sha256(manifest):
+    """The sha256 the manifest recorded for its engine file, or None."""
+    return ((manifest or {}).get("engine") or {}).get("sha256")
+
+
+def engine_manifest_problem(engine_path, manifest, data=None):
+    """Why an engine does not match its manifest (damaged, truncated or replaced since it was built); None if it
+    does or when there is nothing to compare. ``data``: the engine's bytes when already read."""
+    want = recorded_engine_sha256(manifest)
+    if not want:
+        return None
+    have = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(engine_path)
+    if have == want:
+        return None
+    return "{} does not match its manifest {} (sha256 {}..., built as {}...): it was damaged or replaced".format(
+        engine_path, manifest_path(engine_path), have[:12], want[:12])
+
+
+def embeds_host_code(manifest):
+    """Whether the manifest says its engine is version-compatible, i.e. loading it runs host code (the plugin
+    library) embedded in the engine file."""
+    return bool(((manifest or {}).get("tensorrt") or {}).get("version_compatible"))
+
+
+def host_code_refusal(engine_path):
+    """The one-line refusal for an engine whose manifest says it embeds host code (version-compatible)."""
+    return ("{} is a version-compatible engine: loading it runs host code (a plugin library) embedded in the "
+            "engine file; pass --allow-engine-host-code only for an engine you built or trust".format(engine_path))
+
+
+def check_engine(engine_path, manifest, data=None, allow_engine_host_code=False, rebuild_hint=False):
+    """Refuse, before anything deserializes it, an engine whose bytes differ from its manifest's sha256 or whose
+    manifest says it embeds host code when ``allow_engine_host_code`` (only ever the user's explicit flag, never
+    the manifest) is off. ``rebuild_hint``: end the sha256 refusal with the manifest's rebuild command. Nothing to
+    check without a manifest. Raises :class:`EdgeAttnError`."""
+    problem = engine_manifest_problem(engine_path, manifest, data)
+    if problem:
+        if rebuild_hint:
+            problem += "; rebuild it with `{}`".format(manifest.get("rebuild_command") or "edgeattn build")
+        raise EdgeAttnError(problem)
+    if embeds_host_code(manifest) and not allow_engine_host_code:
+        raise EdgeAttnError(host_code_refusal(engine_path))
 
 
 def _sm(capability):

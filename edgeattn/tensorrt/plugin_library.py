@@ -12,7 +12,7 @@ import os
 
 from .._io import sha256_file
 from ..errors import EdgeAttnError
-from .console import warn
+from ..console import warn
 
 
 def _plugins_module():

@@ -371,7 +371,7 @@ def test_auto_needs_something_to_time_with(invoke, setup, tmp_path, monkeypatch,
 
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "cuda", None)
-    monkeypatch.setattr("edgeattn.bench.cuda._CUDA", None)
+    monkeypatch.setattr("edgeattn.tensorrt.cuda._CUDA", None)
     with pytest.raises(EdgeAttnError, match="--plugins auto times every candidate engine on this machine's GPU"):
         build_module._plugin_mode("auto", [LITE], "tensorrt", None)
     mode, reason, timer = build_module._plugin_mode(None, [LITE], "tensorrt", None)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bench_helpers import layernorm_model, model_nodes, needs_onnx, needs_ort
-from edgeattn.engine.manifest import MANIFEST_SCHEMA, check_batch, compatibility_problem, manifest_path, preflight, \
+from edgeattn.tensorrt.manifest import MANIFEST_SCHEMA, check_batch, compatibility_problem, manifest_path, preflight, \
     read_manifest
 from edgeattn.engine.precision import PrecisionPolicy, find_fp32_islands, make_strongly_typed_fp16
 from edgeattn.engine.profiles import parse_shape_spec, resolve_profile

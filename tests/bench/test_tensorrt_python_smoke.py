@@ -118,7 +118,7 @@ def fake_trt(monkeypatch):
         monkeypatch.setitem(sys.modules, "tensorrt", trt)
         for module in ("torch", "cuda", "cuda.bindings", "cuda.bindings.runtime", "cuda.cudart"):
             monkeypatch.setitem(sys.modules, module, None)
-        import edgeattn.engine.tensorrt_api as api
+        import edgeattn.tensorrt.api as api
 
         monkeypatch.setattr(api, "_LOGGER", None)
         monkeypatch.setattr(api, "_NVIDIA_PLUGINS_READY", False)
@@ -166,7 +166,7 @@ def test_tensorrt_bench_checks_the_manifest_before_loading_plugins_or_the_engine
     rebuild command before any plugin library is loaded or the plan deserialized; with the same version it goes
     on to load them (here a stand-in runtime then returns no engine)."""
     from edgeattn.bench import tensorrt_backend
-    from edgeattn.engine import tensorrt_api
+    from edgeattn.tensorrt import api as tensorrt_api
 
     events = []
     trt = types.ModuleType("tensorrt")

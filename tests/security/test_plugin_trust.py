@@ -188,7 +188,7 @@ def test_tensorrt_backend_refuses_a_library_with_another_hash_before_it_runs(tmp
     """The TensorRT Python backend loads the library into this process: a library other than the one the engine's
     manifest names (by sha256) is refused before the backend starts, as on the trtexec backend."""
     from edgeattn.bench import run_benchmark, tensorrt_backend
-    from edgeattn.engine.manifest import MANIFEST_SCHEMA
+    from edgeattn.tensorrt.manifest import MANIFEST_SCHEMA
 
     started = []
 

@@ -10,7 +10,7 @@ from bench_helpers import install_trtexec, matmul_model
 from security_support import one_error_line
 from edgeattn._io import sha256_file
 from edgeattn.engine import build_engine
-from edgeattn.engine.manifest import read_manifest
+from edgeattn.tensorrt.manifest import read_manifest
 from edgeattn.errors import EdgeAttnError
 from edgeattn.sweep import run_sweep
 
