@@ -99,6 +99,45 @@ def merge_heads(x):
     return x.transpose(1, 2).reshape(b, n, h * d)
 
 
+def grad_needed(*tensors):
+    """True when autograd records an op on any of ``tensors`` (grad mode on and one of them requires grad).
+
+    The eager cores write into preallocated buffers (``out=``) to skip a concat copy only where this is False:
+    torch's ``out=`` variants have no backward, so a training step takes the plain path.
+    """
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def differentiate_by_reference(op, reference):
+    """Give the custom op ``op`` the gradient of ``reference``, the plain-torch function it was made from (same
+    positional arguments): the backward recomputes that forward under autograd and differentiates it, so a model
+    trains the same with :func:`edgeattn.ops.config.use_plugin_ops` on. Non-tensor arguments (sizes, floats,
+    strings) get no gradient."""
+
+    def setup_context(ctx, inputs, output):
+        ctx.positions = [i for i, value in enumerate(inputs) if torch.is_tensor(value)]
+        ctx.constants = [None if torch.is_tensor(value) else value for value in inputs]
+        ctx.save_for_backward(*(inputs[i] for i in ctx.positions))
+
+    def backward(ctx, grad):
+        args = list(ctx.constants)
+        wanted = []
+        for position, saved in zip(ctx.positions, ctx.saved_tensors):
+            args[position] = saved.detach().requires_grad_(ctx.needs_input_grad[position])
+            if ctx.needs_input_grad[position]:
+                wanted.append(position)
+        grads = [None] * len(args)
+        if wanted:
+            with torch.enable_grad():
+                out = reference(*args)
+            for position, value in zip(wanted, torch.autograd.grad(out, [args[i] for i in wanted], grad,
+                                                                   allow_unused=True)):
+                grads[position] = value
+        return tuple(grads)
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
 def exporting():
     """True while torch.onnx.export (TorchScript) or torch.jit tracing records the graph."""
     return torch.onnx.is_in_onnx_export() or torch.jit.is_tracing()

@@ -6,7 +6,8 @@ from typing import Optional
 
 import torch
 
-from ._common import check_map, check_same_shape, check_tokens, downcast, require, upcast
+from ._common import (check_map, check_same_shape, check_tokens, differentiate_by_reference, downcast, require,
+                      upcast)
 from .config import plugin_ops_enabled
 from .lepe import TokenAttention
 from .windows import window_attention
@@ -56,13 +57,18 @@ def blockify_attention(q, k, v, *, num_heads, height, width, window_size, scale=
     return result if out is not None else downcast(result, dtype)
 
 
-@torch.library.custom_op("edgeattn::blockify_attention", mutates_args=())
-def blockify_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lepe_weight: Optional[torch.Tensor],
-                          lepe_bias: Optional[torch.Tensor], num_heads: int, height: int, width: int,
-                          window_size: int, scale: float, padding: str) -> torch.Tensor:
+def _blockify_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                  lepe_weight: Optional[torch.Tensor], lepe_bias: Optional[torch.Tensor],
+                                  num_heads: int, height: int, width: int, window_size: int, scale: float,
+                                  padding: str) -> torch.Tensor:
     """``torch.ops.edgeattn.blockify_attention``: EdgeAttnBlockifyAttention v1 (scale 0.0 = d ** -0.5)."""
     return blockify_attention(q, k, v, num_heads=num_heads, height=height, width=width, window_size=window_size,
                               scale=scale, lepe_weight=lepe_weight, lepe_bias=lepe_bias, padding=padding)
+
+
+blockify_attention_op = torch.library.custom_op("edgeattn::blockify_attention", _blockify_attention_reference,
+                                                mutates_args=())
+differentiate_by_reference(blockify_attention_op, _blockify_attention_reference)
 
 
 @blockify_attention_op.register_fake

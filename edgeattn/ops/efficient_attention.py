@@ -5,7 +5,8 @@ Op contract: ``export/schemas/EdgeAttnEfficientAttention.yaml`` (custom op
 """
 import torch
 
-from ._common import check_same_shape, check_tokens, compute_dtype, downcast, require, upcast
+from ._common import (check_same_shape, check_tokens, compute_dtype, differentiate_by_reference, downcast, grad_needed,
+                      require, upcast)
 from .config import plugin_ops_enabled
 from .lepe import TokenAttention
 
@@ -19,7 +20,8 @@ def efficient_attention(q, k, v, *, num_heads, out=None):
     channels, no temperature); this is the global term of ELFATT Eq. 8/16 in its README-v2 normalised
     form softmax(Q) softmax(K)^T V, no temperature. The implied N x N matrix q_hat k_hat^T is row-stochastic.
     ``out`` (in the compute dtype): a (B, N, C) tensor or a channel slice of a larger buffer to write the result
-    into (ELFATT uses it to skip a concat); it is returned.
+    into (ELFATT uses it to skip a concat); it is returned. While a gradient is needed the product is computed
+    and copied into ``out`` (autograd has no backward for matmul's ``out=`` form).
     FP16 hazards: the token-axis max/sum over N (ulp 2 past 2048 in FP16, exp overflow past 11) and the N-term
     context accumulation; all FP32 here (half inputs upcast), both softmaxes subtract their max.
     """
@@ -36,15 +38,23 @@ def efficient_attention(q, k, v, *, num_heads, out=None):
     k_hat = torch.softmax(k.reshape(b, n, num_heads, d), dim=1).permute(0, 2, 3, 1)  # (B, h, d, N)
     context = torch.matmul(k_hat, v.reshape(b, n, num_heads, d).transpose(1, 2))  # (B, h, d, d)
     if out is not None:
-        torch.matmul(q_hat, context, out=out.view(b, n, num_heads, d).transpose(1, 2))
+        target = out.view(b, n, num_heads, d).transpose(1, 2)
+        if grad_needed(q_hat, context):
+            target.copy_(torch.matmul(q_hat, context))
+        else:
+            torch.matmul(q_hat, context, out=target)
         return out
     return downcast(torch.matmul(q_hat, context).transpose(1, 2).reshape(b, n, c), dtype)
 
 
-@torch.library.custom_op("edgeattn::efficient_attention", mutates_args=())
-def efficient_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_heads: int) -> torch.Tensor:
+def _efficient_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``torch.ops.edgeattn.efficient_attention``: EdgeAttnEfficientAttention v1."""
     return efficient_attention(q, k, v, num_heads=num_heads)
+
+
+efficient_attention_op = torch.library.custom_op("edgeattn::efficient_attention", _efficient_attention_reference,
+                                                 mutates_args=())
+differentiate_by_reference(efficient_attention_op, _efficient_attention_reference)
 
 
 @efficient_attention_op.register_fake

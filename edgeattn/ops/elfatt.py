@@ -9,7 +9,7 @@ square windows, LePE on the full map for the global head and inside each window 
 import torch
 import torch.nn as nn
 
-from ._common import check_map, check_same_shape, check_tokens, downcast, exporting, require, upcast
+from ._common import check_map, check_same_shape, check_tokens, downcast, exporting, grad_needed, require, upcast
 from .blockify import PADDING_MODES, blockify_attention, run_blockify_attention
 from .config import plugin_ops_enabled
 from .efficient_attention import efficient_attention, run_efficient_attention
@@ -29,8 +29,9 @@ def elfatt_attention(q, k, v, *, num_heads, num_global_heads, height, width, win
     with Q = [Q1, Q2] split along channels, f/g = window partition/reverse (ws x ws, ``padding`` per the
     blockify schema), L = 3x3 depthwise conv (full map for the global head, per window for the block head).
     num_global_heads = 0 is blockify attention, = num_heads is EFFATT.
-    The two heads are the reference cores (in eager mode both write into one output buffer instead of being
-    concatenated), or the custom ops while ``use_plugin_ops()`` is on.
+    The two heads are the reference cores (in eager inference both write into one output buffer instead of being
+    concatenated; while a gradient is needed they are concatenated, which autograd differentiates), or the custom
+    ops while ``use_plugin_ops()`` is on.
     FP16 hazards: those of EFFATT (N-term token softmax and context) and of windowed softmax; half inputs are
     computed in FP32 (reference mode) and cast back once.
     """
@@ -44,8 +45,9 @@ def elfatt_attention(q, k, v, *, num_heads, num_global_heads, height, width, win
     dtype = q.dtype
     if not plugin_ops_enabled():
         q, k, v = upcast(q, k, v)
-    if not plugin_ops_enabled() and not exporting() and 0 < c1 < c:
-        # Eager reference: both heads write straight into one output buffer (no concat copy).
+    weights = (global_lepe_weight, global_lepe_bias, local_lepe_weight, local_lepe_bias)
+    if not plugin_ops_enabled() and not exporting() and 0 < c1 < c and not grad_needed(q, k, v, *weights):
+        # Eager inference: both heads write straight into one output buffer (no concat copy).
         out = q.new_empty(b, n, c)
         efficient_attention(q[..., :c1], k[..., :c1], v[..., :c1], num_heads=num_global_heads, out=out[..., :c1])
         if global_lepe_weight is not None:

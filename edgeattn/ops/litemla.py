@@ -10,7 +10,7 @@ from typing import List
 import torch
 import torch.nn as nn
 
-from ._common import check_eps, downcast, exporting, require, upcast
+from ._common import check_eps, differentiate_by_reference, downcast, exporting, require, upcast
 from .config import plugin_ops_enabled
 
 KERNELS = ("relu", "quadratic_taylor")
@@ -77,12 +77,15 @@ def lite_mla_attention(qkv, *, head_dim, kernel="relu", eps=None, qt_alpha=(1.0,
     return downcast(out.reshape(b, groups * head_dim, height, width), dtype)
 
 
-@torch.library.custom_op("edgeattn::lite_mla", mutates_args=())
-def lite_mla_op(qkv: torch.Tensor, head_dim: int, kernel: str, eps: float, qt_alpha: List[float],
-                qt_beta: List[float], qt_gamma: List[float]) -> torch.Tensor:
+def _lite_mla_reference(qkv: torch.Tensor, head_dim: int, kernel: str, eps: float, qt_alpha: List[float],
+                        qt_beta: List[float], qt_gamma: List[float]) -> torch.Tensor:
     """``torch.ops.edgeattn.lite_mla``: EdgeAttnLiteMLA v1."""
     return lite_mla_attention(qkv, head_dim=head_dim, kernel=kernel, eps=eps, qt_alpha=qt_alpha, qt_beta=qt_beta,
                               qt_gamma=qt_gamma)
+
+
+lite_mla_op = torch.library.custom_op("edgeattn::lite_mla", _lite_mla_reference, mutates_args=())
+differentiate_by_reference(lite_mla_op, _lite_mla_reference)
 
 
 @lite_mla_op.register_fake

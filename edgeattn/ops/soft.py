@@ -9,7 +9,8 @@ from the official code (github.com/fudan-zvg/SOFT).
 import torch
 import torch.nn as nn
 
-from ._common import check_map, check_tokens, downcast, merge_heads, require, split_heads, upcast
+from ._common import (check_map, check_tokens, differentiate_by_reference, downcast, merge_heads, require, split_heads,
+                      upcast)
 from .config import plugin_ops_enabled
 from .lepe import lepe
 
@@ -75,12 +76,16 @@ def soft_kernel_attention(q, landmarks, v, *, num_heads, newton_iters=20, symmet
     return downcast(merge_heads(out), dtype)
 
 
-@torch.library.custom_op("edgeattn::soft_kernel_attention", mutates_args=())
-def soft_kernel_attention_op(q: torch.Tensor, landmarks: torch.Tensor, v: torch.Tensor, num_heads: int,
-                             newton_iters: int, symmetric_norm: int) -> torch.Tensor:
+def _soft_kernel_attention_reference(q: torch.Tensor, landmarks: torch.Tensor, v: torch.Tensor, num_heads: int,
+                                     newton_iters: int, symmetric_norm: int) -> torch.Tensor:
     """``torch.ops.edgeattn.soft_kernel_attention``: EdgeAttnSoftKernelAttention v1."""
     return soft_kernel_attention(q, landmarks, v, num_heads=num_heads, newton_iters=newton_iters,
                                  symmetric_norm=bool(symmetric_norm))
+
+
+soft_kernel_attention_op = torch.library.custom_op("edgeattn::soft_kernel_attention", _soft_kernel_attention_reference,
+                                                   mutates_args=())
+differentiate_by_reference(soft_kernel_attention_op, _soft_kernel_attention_reference)
 
 
 @soft_kernel_attention_op.register_fake
