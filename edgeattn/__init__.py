@@ -9,8 +9,8 @@ from .errors import EdgeAttnError
 __all__ = ["__version__", "EdgeAttnError", "save_checkpoint", "load_checkpoint", "create_model", "list_models"]
 
 _LAZY = {
-    "save_checkpoint": ("edgeattn.checkpoint", "save_checkpoint"),
-    "load_checkpoint": ("edgeattn.checkpoint", "load_checkpoint"),
+    "save_checkpoint": ("edgeattn.models.checkpoint", "save_checkpoint"),
+    "load_checkpoint": ("edgeattn.models.checkpoint", "load_checkpoint"),
     "create_model": ("edgeattn.models", "create_model"),
     "list_models": ("edgeattn.models", "list_models"),
 }

@@ -265,7 +265,7 @@ class CheckpointSide(Side):
         except ImportError:
             raise MissingDependencyError("torch", "running a checkpoint in edgeattn compare",
                                          "compare ONNX files or engines instead, or install torch")
-        from .checkpoint import describe_source, load_checkpoint
+        from .models.checkpoint import describe_source, load_checkpoint
 
         self.model = load_checkpoint(path, trust_pickle=trust_pickle, arch=arch, key=checkpoint_key)
         config = getattr(self.model, "edgeattn_config", None) or {}

@@ -104,7 +104,7 @@ def export(model, output, arch, checkpoint_key, resolution, batch, opset, plugin
     source = getattr(loaded, "edgeattn_source", None)
     lines = summary.lines()
     if source:
-        from ..checkpoint import describe_source
+        from ..models.checkpoint import describe_source
 
         lines.insert(1, "  weights   {}".format(describe_source(source)))
     click.echo("\n".join(lines))

@@ -364,7 +364,6 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
     import torch
 
     from ..models import create_model, is_model
-    from ..models._registry import initialisation_skipped
 
     if model_path is None:
         if not arch:
@@ -375,7 +374,7 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
         model = create_model(arch, img_size=img_size)  # None: the architecture's default resolution
         return model.eval(), model.edgeattn_config["img_size"]
 
-    from ..checkpoint import load_checkpoint
+    from ..models.checkpoint import load_checkpoint
 
     model = load_checkpoint(model_path, trust_pickle=trust_pickle, arch=arch, key=checkpoint_key)
     stored_arch = getattr(model, "edgeattn_arch", None)
@@ -392,8 +391,8 @@ def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, se
         # the rebuilt model (a position embedding sized for the stored resolution), the checkpoint's own model is
         # exported and its forward decides whether it takes the new resolution (ViTs resize the embedding).
         config["img_size"] = img_size
-        with initialisation_skipped():  # the stored weights replace every parameter, or the rebuild is dropped
-            rebuilt = create_model(stored_arch, **config)
+        # the stored weights replace every parameter, or the rebuild is dropped
+        rebuilt = create_model(stored_arch, initialise_weights=False, **config)
         stored = model.state_dict()
         target = rebuilt.state_dict()
         if set(stored) == set(target) and all(stored[k].shape == target[k].shape for k in stored):

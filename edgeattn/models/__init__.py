@@ -14,7 +14,8 @@ Registered families (each module's docstring gives the architecture, its sources
 :mod:`~edgeattn.models.vit` (ViT-B/16 with the Multi-Spot substitution, tiny ViTs for fast tests), and the
 released configurations with public weights (:mod:`~edgeattn.models.released`: CSWin-T/S/B/L, SOFT++
 Small/Medium/Large as released). Official checkpoint
-key layouts: :mod:`edgeattn.models.layouts`. Parameter and MAC counts: :mod:`edgeattn.models.complexity`.
+key layouts: :mod:`edgeattn.models.layouts`; saving and loading checkpoints (state dicts, official layouts,
+``.safetensors``): :mod:`edgeattn.models.checkpoint`. Parameter and MAC counts: :mod:`edgeattn.models.complexity`.
 """
 from ._registry import create_model, is_model, list_models, model_info, register_model
 

@@ -157,9 +157,13 @@ def initialisation_skipped():
             setattr(init, name, original)
 
 
-def create_model(name, img_size=None, num_classes=1000, **cfg):
+def create_model(name, img_size=None, num_classes=1000, *, initialise_weights=True, **cfg):
     """Build the registered architecture ``name`` for ``img_size`` x ``img_size`` RGB input (None: the builder's
     default, 224 for most models).
+
+    ``initialise_weights=False`` is for a model whose parameters and persistent buffers are about to be replaced
+    (a checkpoint load): torch.nn.init's initialisers leave them allocated but unfilled, which saves most of the
+    build time of a large model; non-persistent buffers are still computed (:func:`initialisation_skipped`).
 
     Raises EdgeAttnError for an unknown name, an unknown or malformed config key, or an input resolution the
     architecture's structure cannot take (the message names the constraint).
@@ -182,8 +186,8 @@ def create_model(name, img_size=None, num_classes=1000, **cfg):
 
     # nothing to fill on the meta device (parameter counts, shape checks): torch's initialisers would only run their
     # Python meta kernels (half the time of building a model there)
-    on_meta = torch.get_default_device().type == "meta"
-    with initialisation_skipped() if on_meta else contextlib.nullcontext():
+    skip = not initialise_weights or torch.get_default_device().type == "meta"
+    with initialisation_skipped() if skip else contextlib.nullcontext():
         model = entry.builder(img_size=img_size, num_classes=num_classes, **cfg)
     config = dict(getattr(model, "edgeattn_config", None) or {})
     config.update({"img_size": img_size, "num_classes": num_classes})

@@ -225,7 +225,7 @@ def test_exported_output_parser_reads_the_real_capture():
 
 def test_checkpoint_against_its_export(invoke, tmp_path):
     torch = pytest.importorskip("torch")
-    from edgeattn.checkpoint import save_checkpoint
+    from edgeattn.models.checkpoint import save_checkpoint
     from edgeattn.models import create_model
 
     torch.manual_seed(0)

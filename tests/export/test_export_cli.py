@@ -17,7 +17,7 @@ ARCH = "vit_tiny_elfatt"  # small, and carries both blockify and EFFATT custom o
 def checkpoints(tmp_path_factory):
     import torch
 
-    from edgeattn.checkpoint import save_checkpoint
+    from edgeattn.models.checkpoint import save_checkpoint
     from edgeattn.models import create_model
 
     directory = tmp_path_factory.mktemp("checkpoints")

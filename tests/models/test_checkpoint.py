@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from edgeattn import load_checkpoint, save_checkpoint  # noqa: E402  (lazy re-exports of edgeattn.checkpoint)
+from edgeattn import load_checkpoint, save_checkpoint  # noqa: E402  (lazy re-exports of edgeattn.models.checkpoint)
 from edgeattn.errors import EdgeAttnError  # noqa: E402
 from edgeattn.models import create_model  # noqa: E402
 
@@ -322,6 +322,21 @@ def test_initialisation_skipped_only_in_the_thread_inside_the_block():
         assert init.zeros_(torch.ones(3)).sum().item() == 3
     assert filled == {"other": 0}
     assert not getattr(init.zeros_, "edgeattn_skippable", False)
+
+
+def test_create_model_without_weight_initialisation_draws_nothing_and_computes_buffers(initialiser_calls):
+    """The registry's public way to build a model whose weights are about to be loaded: no initialiser draws a
+    number, the non-persistent buffers (Swin's relative position index) equal a normal build's, and a normal
+    build after it initialises again."""
+    reference = create_model("swin_t_local", img_size=64)
+    assert initialiser_calls, "a normal build initialises its weights"
+    del initialiser_calls[:]
+    model = create_model("swin_t_local", img_size=64, initialise_weights=False)
+    assert initialiser_calls == []
+    buffers = dict(reference.named_buffers())
+    assert buffers and all(torch.equal(buffer, buffers[name]) for name, buffer in model.named_buffers())
+    create_model("swin_t_local", img_size=64)
+    assert initialiser_calls
 
 
 @pytest.mark.parametrize("name", ["swin_t_local", "flurka_t2t7_linformer_rnn", "vit_base_patch16_384_ms_top64_s16"])

@@ -33,9 +33,9 @@ import struct
 import warnings
 import zipfile
 
-from ._io import atomic_path
-from ._version import __version__
-from .errors import EdgeAttnError, MissingDependencyError
+from .._io import atomic_path
+from .._version import __version__
+from ..errors import EdgeAttnError, MissingDependencyError
 
 FORMAT_NAME = "edgeattn.checkpoint"
 FORMAT_VERSION = 1
@@ -329,7 +329,7 @@ def _model_from_payload(path, payload, map_location="cpu", arch=None, file_forma
     if arch and arch != stored_arch:
         raise EdgeAttnError("{} holds a {} model, not {} (drop --arch or pick the right file)".format(
             path, stored_arch, arch))
-    from .models.layouts import NATIVE
+    from .layouts import NATIVE
 
     model = _build_and_load(path, stored_arch, config, state_dict, [NATIVE], map_location)
     model.edgeattn_source = {"path": path, "format": file_format, "entry": None, "stripped": [],
@@ -383,7 +383,7 @@ def _strip_prefixes(state_dict):
 
 
 def _model_from_state_dict(path, payload, arch, key, map_location, file_format, file_arch=None):
-    from .models import is_model
+    from ._registry import is_model
 
     state_dict, entry, present = _unwrap(path, payload, key)
     state_dict, stripped = _strip_prefixes(state_dict)
@@ -401,7 +401,7 @@ def _model_from_state_dict(path, payload, arch, key, map_location, file_format, 
         detail = (" (the file names its architecture {!r}, which is not a registered model)".format(named)
                   if named else "")
         raise EdgeAttnError("{} holds {} without an architecture name{}; {}".format(path, what, detail, _ARCH_HINT))
-    from .models.layouts import layouts_for
+    from .layouts import layouts_for
 
     model, layout = _build_and_load(path, chosen, {}, state_dict, layouts_for(chosen), map_location,
                                     return_layout=True, infer_classes=True)
@@ -422,7 +422,7 @@ def _meta_state(arch, config, path):
     a fitting architecture builds every model of a family)."""
     import torch
 
-    from .models import create_model
+    from ._registry import create_model
 
     key = (arch, json.dumps(config, sort_keys=True, default=str))
     if key not in _META_STATES:
@@ -442,8 +442,7 @@ def _build_and_load(path, arch, config, state_dict, layouts, map_location, retur
     ``infer_classes``: a classifier with another number of rows sets ``num_classes`` (foreign state dicts)."""
     import torch
 
-    from .models import create_model
-    from .models._registry import initialisation_skipped
+    from ._registry import create_model
 
     conversions = []
     for layout in layouts:
@@ -481,8 +480,7 @@ def _build_and_load(path, arch, config, state_dict, layouts, map_location, retur
     if any(name not in expected for name, _ in model.named_buffers()):
         # non-persistent buffers are computed at construction and absent from the file: build for real, without
         # the random initialisation the file's weights replace
-        with initialisation_skipped():
-            model = create_model(arch, **layout_config)
+        model = create_model(arch, initialise_weights=False, **layout_config)
     else:
         model = model.to_empty(device=_device_of(map_location))
     model.load_state_dict(conversion.state_dict, strict=True)
@@ -525,8 +523,8 @@ def _mismatch_message(path, arch, conversions, state_dict):
 
 def _suggestion(arch, state_dict):
     """" (the weights fit X: --arch X)" when another registered model of the same family takes them exactly."""
-    from .models import list_models, model_info
-    from .models.layouts import layouts_for
+    from ._registry import list_models, model_info
+    from .layouts import layouts_for
 
     family = model_info(arch)["family"]
     for other in list_models():
