@@ -120,7 +120,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import torch
 
-    from edgeattn.checkpoint import save_checkpoint
+    from edgeattn.models.checkpoint import save_checkpoint
 
     torch.set_num_threads(1)  # deterministic reductions, and no oversubscription of a shared 2-core machine
     started, cpu_started = time.time(), time.process_time()
