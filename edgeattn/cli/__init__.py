@@ -20,6 +20,7 @@ COMMANDS = {
     "ops-bench": ("edgeattn.cli.ops_bench", "ops_bench", "Time each attention operator's core on this CPU."),
     "models": ("edgeattn.cli.models", "models", "List registered models with parameters and MACs."),
     "export": ("edgeattn.cli.export", "export", "Export a model to ONNX with TensorRT-ready custom ops."),
+    "quantize": ("edgeattn.cli.quantize", "quantize", "Quantize an ONNX file to INT8 Q/DQ for TensorRT (host side)."),
     "inspect": ("edgeattn.cli.inspect", "inspect_", "Describe an exported ONNX file."),
     "build": ("edgeattn.cli.build", "build", "Build a TensorRT engine (and its manifest) from ONNX."),
     "bench": ("edgeattn.cli.bench", "bench", "Benchmark an engine or ONNX file: latency distribution, throughput."),
