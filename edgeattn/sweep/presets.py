@@ -174,9 +174,9 @@ def prepare_sweep(name, models, out_dir, profile, models_dir, batch, precisions,
         precisions = ",".join(preset.precisions)
     if "modes" not in given:
         from ..jetson import default_root
-        from .runner import resolve_profile
+        from .plan import resolve_board_profile
 
-        ids = preset_modes(preset, resolve_profile(profile, default_root())[0])
+        ids = preset_modes(preset, resolve_board_profile(profile, default_root())[0])
         if ids:
             modes = ",".join(str(i) for i in ids)
     paths = ensure_models(preset, models_dir, batch, echo=echo, runner=runner)

@@ -1,5 +1,8 @@
 """``run_sweep``: benchmark models across a board's power modes and write results.json / results.csv.
 
+This module runs the loop and owns the sweep directory's life cycle (lock, resume file, replacing a finished
+sweep) and the signals; what to measure is :mod:`.plan`, the engines it measures :mod:`.engines`.
+
 For each mode: switch (or skip when it needs a reboot, unless --allow-reboot: then save the resume file and
 reboot), optionally lock clocks, settle, then run the benchmark for every model x precision x repeat while power
 and telemetry are sampled concurrently; each result row gets the samples of its own measurement window. The
@@ -19,25 +22,20 @@ import sys
 import threading
 import time
 
-from .._io import all_or_nothing, check_output_path, exclusive_lock, outputs_now, sha256_file
+from .._io import check_output_path, exclusive_lock, outputs_now
 from .._version import __version__
 from ..errors import EdgeAttnError, OutputError
-from .. import profiles as profiles_io
-from ..jetson import board as board_io
 from ..jetson import clocks as clocks_io
 from ..jetson import default_root
 from ..jetson import tegrastats
 from ..jetson.lock import board_lock
 from . import state as state_io
 from .controllers import HostCpuController, JetsonController
+from .engines import build_engines, default_engine_builder
+from .plan import AS_BUILT, SweepOptions, model_entries, order_modes, parse_modes, parse_precisions, \
+    plan_variants, resolve_board_profile
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
 from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
-
-PRECISIONS = ("fp32", "fp16")
-ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
-ONNX_SUFFIXES = (".onnx",)
-AS_BUILT = "as-built"
-
 
 class SweepInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM arrived during a sweep (raised from the signal handler so that ``finally`` runs)."""
@@ -69,19 +67,6 @@ def default_bench():
         raise EdgeAttnError("edgeattn.bench.run_benchmark is not available ({}); it runs every sweep measurement"
                             .format(error))
     return run_benchmark
-
-
-def default_engine_builder(plugin_mode=None):
-    """``edgeattn build``'s Python API, :func:`edgeattn.engine.build.build_engine(onnx_path, engine_path,
-    precision=...)` (it writes the engine and its manifest); None when it cannot be imported.
-
-    ``plugin_mode`` is ``build --plugins``: None takes build's device default (``auto`` where candidate engines can
-    be timed on this machine, so a sweep never ships a plugin slower than TensorRT's own fusion)."""
-    try:
-        from ..engine.build import build_engine
-    except ImportError:
-        return None
-    return functools.partial(build_engine, plugin_mode=plugin_mode)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -148,167 +133,6 @@ def _format_duration(seconds):
     if seconds >= 60:
         return "{}m{:02d}s".format(seconds // 60, seconds % 60)
     return "{}s".format(seconds)
-
-
-def parse_modes(text):
-    """``all`` or ``0,2,3`` -> "all" or [0, 2, 3]."""
-    if text is None or str(text).strip().lower() == "all":
-        return "all"
-    if isinstance(text, (list, tuple)):
-        return [int(v) for v in text]
-    ids = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit():
-            raise EdgeAttnError("--modes takes 'all' or mode IDs like 0,2,3; got {!r}".format(text))
-        ids.append(int(part))
-    if not ids:
-        raise EdgeAttnError("--modes is empty")
-    return ids
-
-
-def parse_precisions(text):
-    values = [p.strip().lower() for p in (text.split(",") if isinstance(text, str) else text) if p.strip()]
-    bad = [p for p in values if p not in PRECISIONS]
-    if bad or not values:
-        raise EdgeAttnError("--precision takes a comma list of {}; got {!r}".format(", ".join(PRECISIONS), text))
-    return list(dict.fromkeys(values))
-
-
-def resolve_profile(name, root):
-    """``auto``: the profile matching the detected board, or host-cpu where no Jetson is found."""
-    if name and name != "auto":
-        return profiles_io.load_profile(name), None
-    board = board_io.detect_board(root)
-    if board is None:
-        return profiles_io.load_profile(profiles_io.HOST_CPU), None
-    profile = profiles_io.match_board(board)
-    if profile is None:
-        raise EdgeAttnError("no profile matches this board (model {!r}, compatible {}); pass --profile NAME (see "
-                            "`edgeattn profiles`)".format(board.model, ", ".join(board.compatible) or "none"))
-    return profile, board
-
-
-def _model_entries(models):
-    entries, names = [], {}
-    for given in models:
-        path = os.path.abspath(given)
-        if os.path.isdir(path):
-            raise EdgeAttnError("{} is a directory, not a model file".format(given))
-        if not os.path.isfile(path):
-            raise EdgeAttnError("model file not found: {}".format(given))
-        lower = path.lower()
-        if lower.endswith(ONNX_SUFFIXES):
-            kind = "onnx"
-        elif lower.endswith(ENGINE_SUFFIXES):
-            kind = "engine"
-        else:
-            raise EdgeAttnError("{}: a model must be an ONNX file (.onnx) or a TensorRT engine ({})".format(
-                given, ", ".join(ENGINE_SUFFIXES)))
-        name = os.path.splitext(os.path.basename(path))[0]
-        if name in names and names[name] != path:
-            raise EdgeAttnError("two models are both named {!r} ({} and {}); rename one".format(
-                name, names[name], path))
-        names[name] = path
-        entries.append({"name": name, "path": path, "kind": kind})
-    if not entries:
-        raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
-    return entries
-
-
-def _plan_variants(entries, precisions, profile, backend, echo):
-    """(model, precision) pairs to measure and how: run the ONNX file, run an engine as it is, or build one
-    engine per precision first. Returns (variants, notes)."""
-    variants, notes = [], []
-    onnx_runtime = (not profile.is_jetson) or backend == "onnxruntime"
-    for entry in entries:
-        if entry["kind"] == "engine":
-            if not profile.is_jetson:
-                raise EdgeAttnError("{} is a TensorRT engine; the host-cpu profile runs ONNX models on ONNX Runtime"
-                                    .format(entry["path"]))
-            if len(precisions) > 1 or precisions[0] != "fp32":
-                notes.append("{}: a built engine has its precision fixed at build time; it runs once per mode "
-                             "(precision column from the benchmark)".format(entry["name"]))
-            variants.append({"model": entry, "precision": AS_BUILT, "build": False})
-            continue
-        for precision in precisions:
-            if onnx_runtime:
-                if precision != "fp32":
-                    notes.append("{} {}: skipped, ONNX Runtime on the CPU runs fp32 only".format(
-                        entry["name"], precision))
-                    continue
-                variants.append({"model": entry, "precision": "fp32", "build": False})
-            else:
-                variants.append({"model": entry, "precision": precision, "build": True})
-    for note in notes:
-        echo(note)
-    if not variants:
-        raise EdgeAttnError("nothing to measure: every model/precision pair was skipped ({})".format("; ".join(notes)))
-    return variants, notes
-
-
-def _order_plan(modes, current_id, needs_reboot):
-    """Current mode first, then the modes it reaches live, then the other reboot groups (fewest reboots)."""
-    by_id = {m.id: m for m in modes}
-    ordered = []
-    if current_id in by_id:
-        ordered.append(by_id[current_id])
-    live = [m for m in modes if m.id != current_id and not needs_reboot(current_id, m.id)]
-    rest = [m for m in modes if m.id != current_id and needs_reboot(current_id, m.id)]
-    ordered.extend(sorted(live, key=lambda m: m.id))
-    groups = []
-    for mode in sorted(rest, key=lambda m: m.id):
-        key = repr(mode.group)
-        if key not in groups:
-            groups.append(key)
-    for key in groups:
-        ordered.extend(m for m in sorted(rest, key=lambda m: m.id) if repr(m.group) == key)
-    return ordered
-
-
-def _stale_engine_reason(engine_path, onnx_path):
-    """Why an engine from an earlier run must not be reused (None when it may): no or unreadable manifest, bytes
-    that differ from the sha256 the manifest recorded (a damaged or replaced file), or an ONNX changed since."""
-    from ..tensorrt import manifest as manifest_module
-
-    try:
-        manifest = manifest_module.read_manifest(engine_path)
-    except EdgeAttnError as error:
-        return error.format_message()
-    if manifest is None:
-        return "it has no manifest"
-    if not manifest_module.recorded_engine_sha256(manifest) or \
-            manifest_module.engine_manifest_problem(engine_path, manifest):
-        return "it does not match the sha256 in its manifest"
-    source = (manifest.get("source_onnx") or {}).get("sha256")
-    if source and source != sha256_file(onnx_path):
-        return "{} changed since it was built".format(onnx_path)
-    return None
-
-
-def _build_engines(variants, out_dir, builder, echo):
-    engine_dir = os.path.join(out_dir, "engines")
-    for variant in variants:
-        if not variant["build"]:
-            variant["bench_path"] = variant["model"]["path"]
-            continue
-        target = os.path.join(engine_dir, "{}.{}.engine".format(variant["model"]["name"], variant["precision"]))
-        variant["bench_path"] = target
-        if os.path.isfile(target):
-            why = _stale_engine_reason(target, variant["model"]["path"])
-            if why is None:
-                echo("reusing engine {}".format(target))
-                continue
-            echo("rebuilding engine {}: {}".format(target, why))
-        else:
-            echo("building {} engine for {}".format(variant["precision"], variant["model"]["name"]))
-        os.makedirs(engine_dir, exist_ok=True)
-        with all_or_nothing():  # an engine and its manifest, or neither
-            builder(variant["model"]["path"], target, precision=variant["precision"])
-        if not os.path.isfile(target):
-            raise EdgeAttnError("building {} produced no engine at {}".format(variant["model"]["path"], target))
 
 
 def _eta(measurement_s, measurements_left, mode_overhead_s, modes_left):
@@ -433,6 +257,11 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     echo = echo or _echo_stderr
     root = root or default_root()
     out_dir = os.path.abspath(out_dir)
+    asked = SweepOptions(models=models, profile=profile, modes=modes, precisions=precisions, backend=backend,
+                         clocks=clocks, settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume,
+                         out_dir=out_dir, duration_s=duration_s, warmup_s=warmup_s, batch=batch,
+                         power_source=power_source, interval_ms=interval_ms, temp_limit_c=temp_limit_c,
+                         overwrite=overwrite, allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode)
     if model_check is None:
         model_check = default_model_check(allow_engine_host_code) if bench is None else _basic_model_check
     if resume:
@@ -447,7 +276,7 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
         parse_precisions(precisions)
         if not models:
             raise EdgeAttnError("give at least one model (ONNX file or TensorRT engine)")
-        _model_entries(models)
+        model_entries(models)
         _check_models(models, model_check)
     check_output_path(os.path.join(out_dir, RESULTS_JSON))
 
@@ -461,10 +290,8 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
         with outputs_now(), \
                 exclusive_lock(sweep_lock_path(out_dir), "the sweep directory {}".format(out_dir)) as held:
             try:
-                return _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, repeats,
-                                   allow_reboot, resume, out_dir, bench, engine_builder, duration_s, warmup_s, batch,
-                                   power_source, interval_ms, temp_limit_c, root, echo, overwrite, model_check,
-                                   started, allow_engine_host_code, plugin_mode)
+                return _run_locked(asked, started, bench=bench, engine_builder=engine_builder,
+                                   model_check=model_check, root=root, echo=echo)
             finally:
                 held.remove = not started
     finally:
@@ -473,12 +300,12 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
                 os.rmdir(out_dir)
 
 
-def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, repeats, allow_reboot, resume,
-                out_dir, bench, engine_builder, duration_s, warmup_s, batch, power_source, interval_ms,
-                temp_limit_c, root, echo, overwrite, model_check, started, allow_engine_host_code=False,
-                plugin_mode=None):
+def _run_locked(asked, started, bench, engine_builder, model_check, root, echo):
+    """The sweep ``asked`` (a :class:`SweepOptions`) in its locked directory; ``started`` gets an entry once the
+    directory holds this sweep's resume file."""
+    models, out_dir = asked.models, asked.out_dir
     previous, replacing = None, False
-    if resume:
+    if asked.resume:
         saved = _verified_resume_state(state_io.load_state(out_dir), out_dir)
         options = saved["options"]
         if models and sorted(os.path.abspath(m) for m in models) != sorted(options["models"]):
@@ -489,7 +316,7 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
     else:
         saved = None
         if os.path.exists(os.path.join(out_dir, RESULTS_JSON)) or os.path.exists(state_io.state_path(out_dir)):
-            if not overwrite:
+            if not asked.overwrite:
                 raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it, --overwrite to replace "
                                     "it, or choose another -o".format(out_dir))
             try:
@@ -498,13 +325,7 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
                 previous = None
             _check_replaceable(out_dir, previous)
             replacing = True
-        options = {
-            "models": [os.path.abspath(m) for m in models], "profile": profile, "modes": parse_modes(modes),
-            "precisions": parse_precisions(precisions), "backend": backend, "clocks": clocks,
-            "settle_s": float(settle_s), "repeats": int(repeats), "allow_reboot": bool(allow_reboot),
-            "duration_s": duration_s, "warmup_s": warmup_s, "batch": int(batch), "power_source": power_source,
-            "interval_ms": int(interval_ms), "temp_limit_c": float(temp_limit_c), "plugins": plugin_mode,
-        }
+        options = asked.record()
     if options["clocks"] not in ("default", "max"):
         raise EdgeAttnError("--clocks must be 'default' or 'max', got {!r}".format(options["clocks"]))
     if options["repeats"] < 1:
@@ -513,8 +334,8 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
         raise EdgeAttnError("the power sampling interval must be at least {} ms (INA3221 refreshes every ~430 ms)"
                             .format(tegrastats.MIN_INTERVAL_MS))
 
-    entries = _model_entries(options["models"])
-    profile_obj, board = resolve_profile(options["profile"], root)
+    entries = model_entries(options["models"])
+    profile_obj, board = resolve_board_profile(options["profile"], root)
     echo("profile: {} ({})".format(profile_obj.name, profile_obj.display_name))
     board_guard = board_lock() if profile_obj.is_jetson else _nothing()
     with board_guard:
@@ -524,7 +345,7 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
             controller = HostCpuController(profile_obj, echo)
         for line in controller.warnings:
             echo("warning: " + line)
-        variants, variant_notes = _plan_variants(entries, options["precisions"], profile_obj, options["backend"],
+        variants, variant_notes = plan_variants(entries, options["precisions"], profile_obj, options["backend"],
                                                  echo)
         bench = bench or default_bench()
         if engine_builder is None:
@@ -564,7 +385,7 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
                     echo("resumed after the reboot into mode {}".format(target))
             state = saved
         else:
-            ordered = _order_plan(selected, current_id, lambda a, b: bool(controller.needs_reboot(a, b)))
+            ordered = order_modes(selected, current_id, lambda a, b: bool(controller.needs_reboot(a, b)))
             plan, predicted_skips = [], []
             for mode in ordered:
                 if not options["allow_reboot"] and controller.needs_reboot(current_id, mode.id):
@@ -601,7 +422,7 @@ def _run_locked(models, profile, modes, precisions, backend, clocks, settle_s, r
         for note in variant_notes:
             if note not in store.notes:
                 store.notes.append(note)
-        if allow_engine_host_code:
+        if asked.allow_engine_host_code:
             bench = functools.partial(bench, allow_engine_host_code=True)
         return _execute(controller, store, state, plan, variants, options, original, bench, engine_builder,
                         profile_obj, root, echo)
@@ -631,7 +452,7 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                         store.notes.append(note)
             else:
                 store.notes.append("host-cpu: no power measurement on this profile")
-            _build_engines(variants, out_dir, builder, echo)
+            build_engines(variants, out_dir, builder, echo)
             if not telemetry.wait_for_first_samples():  # the samplers started before the (long) engine builds
                 echo("warning: no power/telemetry sample yet after {:.0f} s; measuring anyway".format(
                     FIRST_SAMPLE_TIMEOUT_S))

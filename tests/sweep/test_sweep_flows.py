@@ -13,7 +13,7 @@ from sweep_timing import FAST_INTERVAL_MS, scaled
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import clocks, default_root, nvpmodel
 from edgeattn.sweep import run_sweep
-from edgeattn.sweep import runner
+from edgeattn.sweep import plan, runner
 from edgeattn.sweep.controllers import JetsonController
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -158,7 +158,7 @@ def _controller_away_from_the_original_mode(fake_board, monkeypatch, clocks_want
     spec = fake_board("orin-nx-16gb")                    # its root: device tree, release, nvpmodel.conf
     board = _InProcessBoard(monkeypatch, spec.conf_modes, spec.default_mode, locked_before)
     board.default_mode = spec.default_mode
-    profile, detected = runner.resolve_profile("auto", default_root())
+    profile, detected = plan.resolve_board_profile("auto", default_root())
     controller = JetsonController(profile, default_root(), lambda line: None, board=detected)
     controller.current_mode_id()
     original = controller.capture_original(None, clocks_wanted)

@@ -8,13 +8,14 @@ from jetson_support import capture
 from edgeattn.jetson.tegrastats import parse_line
 from edgeattn.sweep import results, telemetry
 from edgeattn.sweep.controllers import SweepMode, budget_from_name
-from edgeattn.sweep.runner import _attach_power, _order_plan, parse_modes
+from edgeattn.sweep.plan import order_modes, parse_modes
+from edgeattn.sweep.runner import _attach_power
 
 
 def test_plan_starts_with_the_current_mode_and_groups_reboots():
     masks = {0: 0, 1: 248, 2: 240, 3: 0}                 # AGX Orin 64GB (jetson.md §1.1)
     modes = [SweepMode(i, "m{}".format(i), group=[masks[i]]) for i in range(4)]
-    plan = _order_plan(modes, 2, lambda a, b: masks[a] != masks[b])
+    plan = order_modes(modes, 2, lambda a, b: masks[a] != masks[b])
     assert [m.id for m in plan] == [2, 0, 3, 1]
 
 
