@@ -55,10 +55,10 @@ def _prepare(arch, resolution, workdir, threads):
     """Export ``arch`` at ``resolution`` (checked) and return (summary, ORT runner, PyTorch runner)."""
     import torch
 
-    from edgeattn.export import export_onnx, load_model
+    from edgeattn.export import export_onnx, load_torch_model
     from edgeattn.export.exporter import ort_session
 
-    model, size = load_model(arch=arch, img_size=resolution, seed=0)
+    model, size = load_torch_model(arch=arch, img_size=resolution, seed=0)
     path = os.path.join(workdir, "{}_{}.onnx".format(arch, resolution))
     summary = export_onnx(model, path, img_size=size, batch=1, check=True)
     with open(path, "rb") as handle:

@@ -4,6 +4,7 @@ import json
 import click
 
 from ..errors import EdgeAttnError
+from .options import allow_engine_host_code_option, backend_option, plugin_lib_option, trtexec_option
 
 _PROVIDERS = ("auto", "cpu", "cuda", "tensorrt")
 
@@ -32,9 +33,8 @@ def _format_summary(result, json_path):
 
 @click.command(name="bench")
 @click.argument("model", metavar="MODEL")
-@click.option("--backend", type=click.Choice(("auto", "onnxruntime", "tensorrt", "trtexec")), default="auto",
-              show_default=True,
-              help="auto: ONNX Runtime for .onnx files; TensorRT Python (else trtexec) for engines.")
+@backend_option(("auto", "onnxruntime", "tensorrt", "trtexec"),
+                help="auto: ONNX Runtime for .onnx files; TensorRT Python (else trtexec) for engines.")
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
               help="Batch size (the dynamic first input dimension; engines: within the build profile).")
 @click.option("--warmup-s", type=float, default=1.0, show_default=True, help="Warm-up seconds, not recorded.")
@@ -47,17 +47,15 @@ def _format_summary(result, json_path):
               help="ONNX Runtime intra-op threads (default: ONNX Runtime's choice).")
 @click.option("--provider", type=click.Choice(_PROVIDERS), default="auto", show_default=True,
               help="ONNX Runtime execution provider (auto: CUDA if available, else CPU).")
-@click.option("--plugins", metavar="LIB", default=None,
-              help="Plugin library for engines with edgeattn ops (default: the manifest's, then the usual search).")
-@click.option("--trtexec", "trtexec_path", metavar="PATH", default=None,
-              help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
+@plugin_lib_option(help="Plugin library for engines with edgeattn ops (default: $EDGEATTN_PLUGIN_LIB, then the "
+                        "package and build folders; refused unless it is the one the manifest names).",
+                   refuse_old_spelling=True)
+@trtexec_option()
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the full result (every iteration, run context) as JSON to OUT ('-' for stdout).")
-@click.option("--allow-engine-host-code", is_flag=True,
-              help="Let TensorRT run host code embedded in a version-compatible engine (its plugin library). Only "
-                   "for engines you built or trust: the engine's manifest never switches this on.")
+@allow_engine_host_code_option()
 @click.option("--quiet", is_flag=True, help="No progress on stderr, even on a terminal (in pipes there is none).")
-def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, threads, provider, plugins,
+def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, threads, provider, plugin_lib,
           trtexec_path, json_path, allow_engine_host_code, quiet):
     """Benchmark MODEL (a TensorRT engine or an ONNX file) and report its latency distribution.
 
@@ -82,7 +80,7 @@ def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, t
         check_output_path(json_path)  # before minutes of benchmarking, not after
     with Progress("edgeattn bench", show=not quiet) as progress:  # a live bar on a terminal, nothing in pipes
         result = run_benchmark(model, backend=backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
-                               iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugins,
+                               iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugin_lib,
                                progress=progress.fraction, provider=provider,
                                trtexec=trtexec_path, allow_engine_host_code=allow_engine_host_code)
     if json_path == "-":

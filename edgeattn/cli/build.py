@@ -3,6 +3,8 @@ import contextlib
 
 import click
 
+from .options import backend_option, plugin_lib_option, plugin_mode_option, trtexec_option
+
 
 def _format_summary(engine_path, manifest):
     from ..tensorrt.manifest import manifest_path
@@ -53,15 +55,8 @@ def _plugin_lines(selection):
 @click.option("--precision", type=click.Choice(("fp32", "fp16")), default="fp32", show_default=True,
               help="fp16 keeps LayerNorm, softmax and normaliser reductions in FP32 (one policy for every "
                    "TensorRT version).")
-@click.option("--plugins", "plugins_option", metavar="on|off|auto", default=None,
-              help="Which custom ops run as plugins. on: all (needs the plugin library); off: none, each is "
-                   "replaced by its standard-op decomposition (no plugin library needed); auto: build with and "
-                   "without each custom-op family, time every candidate like `edgeattn bench` and keep the "
-                   "fastest (up to 4 builds for the registered models). Default: auto where this machine can time "
-                   "engines (trtexec, or TensorRT with a CUDA runtime), else on. Any other value is taken as "
-                   "--plugin-lib (the spelling of `edgeattn bench --plugins LIB`).")
-@click.option("--plugin-lib", metavar="LIB", default=None,
-              help="edgeattn plugin library (default: $EDGEATTN_PLUGIN_LIB, then the package and build folders).")
+@plugin_mode_option()
+@plugin_lib_option()
 @click.option("--select-warmup-s", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="S",
               help="--plugins auto: warm-up seconds before timing each candidate.")
 @click.option("--select-duration-s", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True,
@@ -69,23 +64,21 @@ def _plugin_lines(selection):
 @click.option("--shapes", multiple=True, metavar="NAME:MIN,OPT,MAX",
               help="Optimization profile for one input, e.g. input:1x3x224x224,4x3x224x224,8x3x224x224 "
                    "(repeatable).")
-@click.option("--backend", type=click.Choice(("auto", "tensorrt", "trtexec")), default="auto", show_default=True,
-              help="auto: TensorRT's Python bindings if importable, else trtexec.")
+@backend_option(("auto", "tensorrt", "trtexec"), help="auto: TensorRT's Python bindings if importable, else trtexec.")
 @click.option("--workspace", "workspace_mb", type=click.IntRange(min=1), default=None, metavar="MB",
               help="Builder workspace limit in MiB.")
 @click.option("--timing-cache", metavar="FILE", default=None, help="Read and update this timing cache.")
 @click.option("--version-compatible", is_flag=True,
               help="Engine that runs on newer TensorRT of the same major version (>= 8.6; embeds the plugin "
                    "library).")
-@click.option("--trtexec", "trtexec_path", metavar="PATH", default=None,
-              help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
+@trtexec_option()
 @click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=None, metavar="S",
               help="Give up a trtexec build after S seconds (default 7200).")
 @click.option("--check", is_flag=True,
               help="Then compare the engine with MODEL.onnx on ONNX Runtime CPU (`edgeattn compare`, 8 seeded "
                    "inputs, atol = rtol = 0.01 for fp32, 0.05 for fp16) and record the result in the manifest; "
                    "exit 1 when they disagree (engine and manifest are kept).")
-def build(model, output, precision, plugins_option, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
+def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
           workspace_mb, timing_cache, version_compatible, trtexec_path, timeout_s, check):
     """Build a TensorRT engine from MODEL.onnx and write a manifest (ENGINE.json) beside it.
 
@@ -98,14 +91,6 @@ def build(model, output, precision, plugins_option, plugin_lib, select_warmup_s,
     it was chosen or rejected are recorded under "plugin_selection" in the manifest.
     """
     from ..engine import build_engine, default_engine_path
-    from ..engine.plugin_selection import parse_plugins_option
-    from ..errors import EdgeAttnError
-
-    plugin_mode, plugins = parse_plugins_option(plugins_option)
-    if plugins and plugin_lib and plugins != plugin_lib:
-        raise EdgeAttnError("two plugin libraries given: --plugins {} and --plugin-lib {}".format(plugins,
-                                                                                               plugin_lib))
-    plugins = plugins or plugin_lib
 
     engine_path = output or default_engine_path(model, precision)
     from .._io import check_output_path
@@ -120,7 +105,7 @@ def build(model, output, precision, plugins_option, plugin_lib, select_warmup_s,
     # With --check the engine is published before it is run, and kept when the check then fails.
     outputs = outputs_now() if check else contextlib.nullcontext()
     with outputs, Progress("edgeattn build") as progress:  # Python 3.8: no parenthesised context managers
-        manifest = build_engine(model, engine_path, precision=precision, plugins=plugins, shapes=shapes,
+        manifest = build_engine(model, engine_path, precision=precision, plugins=plugin_lib, shapes=shapes,
                                 backend=backend, workspace_mb=workspace_mb, timing_cache=timing_cache,
                                 version_compatible=version_compatible, trtexec=trtexec_path, timeout=timeout_s,
                                 progress=progress.step, plugin_mode=plugin_mode,
@@ -129,7 +114,7 @@ def build(model, output, precision, plugins_option, plugin_lib, select_warmup_s,
     if check:
         from ..compare import check_engine, format_check
 
-        report = check_engine(engine_path, model, precision=precision, backend=backend, plugins=plugins,
+        report = check_engine(engine_path, model, precision=precision, backend=backend, plugins=plugin_lib,
                               trtexec=trtexec_path, progress=lambda message: click.echo(
                                   "edgeattn build: check: {}".format(message), err=True))
         click.echo("\n".join(format_check(report)))

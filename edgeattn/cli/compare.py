@@ -5,6 +5,7 @@ import json
 import click
 
 from ..errors import EdgeAttnError
+from .options import allow_engine_host_code_option, backend_option, plugin_lib_option, trtexec_option
 
 
 @click.command(name="compare")
@@ -26,19 +27,17 @@ from ..errors import EdgeAttnError
 @click.option("--rtol", type=float, default=1e-3, show_default=True, help="Relative tolerance, relative to B.")
 @click.option("--min-top1", type=float, default=None, metavar="FRACTION",
               help="Fail when fewer than this fraction of inputs have the same top-1 class (e.g. 0.99).")
-@click.option("--backend", type=click.Choice(("auto", "tensorrt", "trtexec")), default="auto", show_default=True,
-              help="How engines run: TensorRT's Python runtime (through Polygraphy) or trtexec.")
-@click.option("--plugins", metavar="LIB", default=None, help="edgeattn plugin library for engines with custom ops.")
-@click.option("--trtexec", "trtexec_path", metavar="PATH", default=None,
-              help="trtexec executable (default: $EDGEATTN_TRTEXEC, PATH, /usr/src/tensorrt/bin/trtexec).")
+@backend_option(("auto", "tensorrt", "trtexec"),
+                help="How engines run: TensorRT's Python runtime (through Polygraphy) or trtexec.")
+@plugin_lib_option(help="edgeattn plugin library for engines with custom ops.", refuse_old_spelling=True)
+@trtexec_option()
 @click.option("--trust-pickle", is_flag=True,
               help="Also accept pickled modules / TorchScript checkpoints (this executes code from the file).")
-@click.option("--allow-engine-host-code", is_flag=True,
-              help="Let TensorRT run host code embedded in a version-compatible engine.")
+@allow_engine_host_code_option(help="Let TensorRT run host code embedded in a version-compatible engine.")
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the report as JSON to OUT ('-' for stdout, instead of the summary).")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
-def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, rtol, min_top1, backend, plugins,
+def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, rtol, min_top1, backend, plugin_lib,
             trtexec_path, trust_pickle, allow_engine_host_code, json_path, quiet):
     """Run A and B on the same inputs and compare their outputs; B is the reference.
 
@@ -66,7 +65,7 @@ def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, r
             click.echo("edgeattn compare: {}".format(message), err=True)
 
     report = compare_models(model_a, model_b, arch=arch, checkpoint_key=checkpoint_key, count=count, images=images,
-                            seed=seed, atol=atol, rtol=rtol, min_top1=min_top1, backend=backend, plugins=plugins,
+                            seed=seed, atol=atol, rtol=rtol, min_top1=min_top1, backend=backend, plugins=plugin_lib,
                             trtexec=trtexec_path, trust_pickle=trust_pickle,
                             allow_engine_host_code=allow_engine_host_code, progress=progress)
     if json_path == "-":

@@ -75,7 +75,7 @@ def export(model, output, arch, checkpoint_key, resolution, batch, opset, plugin
       edgeattn export --arch cswin_t24181_elfatt --no-plugins -o elfatt.std.onnx
       edgeattn export efficientvit_b0.safetensors --arch efficientvit_b0 -o b0.onnx   # a timm checkpoint
     """
-    from ..export.exporter import check_options, export_onnx, load_model
+    from ..export.exporter import check_options, export_onnx, load_torch_model
 
     batch_value = _parse_batch(batch)
     check_options(opset, target, batch_value, 224 if resolution is None else resolution)
@@ -97,8 +97,8 @@ def export(model, output, arch, checkpoint_key, resolution, batch, opset, plugin
 
     with Progress("edgeattn export") as progress:  # the steps on a terminal, nothing in pipes
         progress.step("loading {}".format(model or arch))
-        loaded, size = load_model(model or None, arch=arch, img_size=resolution, trust_pickle=trust_pickle,
-                                  seed=seed, checkpoint_key=checkpoint_key)
+        loaded, size = load_torch_model(model or None, arch=arch, img_size=resolution, trust_pickle=trust_pickle,
+                                        seed=seed, checkpoint_key=checkpoint_key)
         summary = export_onnx(loaded, path, img_size=size, batch=batch_value, opset=opset, plugins=plugins,
                               target=target, check=check, seed=seed, progress=progress.step)
     source = getattr(loaded, "edgeattn_source", None)

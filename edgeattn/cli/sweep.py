@@ -4,6 +4,7 @@ import time
 import click
 
 from ..errors import EdgeAttnError
+from .options import allow_engine_host_code_option, backend_option, plugin_mode_option
 
 
 @click.command(name="sweep")
@@ -16,8 +17,7 @@ from ..errors import EdgeAttnError
 @click.option("--precision", "precisions", default="fp32", show_default=True,
               help="Comma list of fp32, fp16. ONNX models on a Jetson get one engine per precision; ONNX Runtime "
                    "on the CPU runs fp32 only.")
-@click.option("--backend", type=click.Choice(["auto", "onnxruntime", "tensorrt", "trtexec"]), default="auto",
-              show_default=True, help="Benchmark backend (passed to edgeattn bench).")
+@backend_option(("auto", "onnxruntime", "tensorrt", "trtexec"), help="Benchmark backend (passed to edgeattn bench).")
 @click.option("--clocks", type=click.Choice(["default", "max"]), default="default", show_default=True,
               help="max: lock clocks at each mode's maxima with jetson_clocks (stored first, restored after).")
 @click.option("--settle-s", type=float, default=30.0, show_default=True,
@@ -38,10 +38,10 @@ from ..errors import EdgeAttnError
                    "this tool, not a board fact).")
 @click.option("--allow-reboot", is_flag=True,
               help="Include modes that need a reboot: save a resume file, reboot, then continue with --resume.")
-@click.option("--allow-engine-host-code", is_flag=True,
+@allow_engine_host_code_option(
               help="Also benchmark version-compatible engines, which run host code embedded in them (as "
                    "`edgeattn bench --allow-engine-host-code`; give it again with --resume).")
-@click.option("--plugins", "plugin_mode", type=click.Choice(["on", "off", "auto"]), default=None,
+@plugin_mode_option(
               help="For ONNX models built into engines here: run custom ops as plugins (on), as TensorRT's own "
                    "fusion of their standard-op form (off), or time both per op family and keep the faster (auto). "
                    "Default: auto where candidate engines can be timed on this machine, else on (as `edgeattn "

@@ -22,7 +22,7 @@ from ..errors import EdgeAttnError
 from ..tensorrt import plugin_library
 from ..tensorrt.manifest import MANIFEST_SCHEMA, manifest_path
 from .precision import PrecisionPolicy, make_strongly_typed_fp16
-from .profiles import profile_record, resolve_profile
+from .profiles import profile_record, resolve_shape_profile
 
 BUILD_BACKENDS = ("auto", "tensorrt", "trtexec")
 #: TensorRT versions whose ONNX parser inlines a model-local function instead of calling the plugin of the same
@@ -142,7 +142,7 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     if not selection_duration_s > 0 or selection_warmup_s < 0:
         raise EdgeAttnError("candidate timing needs a duration > 0 s and a warm-up >= 0 s, got {:g} s and {:g} s"
                             .format(selection_duration_s, selection_warmup_s))
-    profile = resolve_profile(graph_io["inputs"], shapes)
+    profile = resolve_shape_profile(graph_io["inputs"], shapes)
 
     backend, trt, version, trtexec_path = _choose_backend(backend, trtexec)
     say("TensorRT {} via {}".format(version, "trtexec " + trtexec_path if trtexec_path else "Python bindings"))

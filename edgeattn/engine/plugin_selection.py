@@ -53,16 +53,6 @@ STRATEGY = ("all plugins, no plugins, and all plugins but one family for each fa
 # --------------------------------------------------------------------------------------------------------------
 # modes
 # --------------------------------------------------------------------------------------------------------------
-def parse_plugins_option(value):
-    """``--plugins`` of ``edgeattn build``: ``(mode, library)``. ``on``/``off``/``auto`` choose the mode; anything
-    else is a plugin library path (the spelling ``edgeattn bench --plugins LIB`` uses), mode left to the default."""
-    if value is None:
-        return None, None
-    if value in MODES:
-        return value, None
-    return None, value
-
-
 def op_families(custom_ops):
     """The custom op types of a model (``custom_ops`` records of :func:`edgeattn.onnx_graph.custom_ops`), sorted."""
     return sorted({op["op_type"] for op in custom_ops})

@@ -36,7 +36,7 @@ def parse_shape_spec(spec):
     return name, low, opt, high
 
 
-def resolve_profile(graph_inputs, specs):
+def resolve_shape_profile(graph_inputs, specs):
     """One optimization profile ``[(name, min, opt, max)]`` for every graph input.
 
     Given shapes must name graph inputs, match their rank and their static dimensions. Inputs without a spec use

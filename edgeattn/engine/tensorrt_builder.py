@@ -46,7 +46,7 @@ def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, isla
         text = " | ".join(" ".join(e.split()) for e in errors) or "no error reported"
         if "Plugin not found" in text or "could not find plugin" in text:
             raise EdgeAttnError("TensorRT {} found no plugin for a custom op in {} ({}); registered creators: {}; "
-                                "pass --plugins LIB built for this TensorRT".format(
+                                "pass --plugin-lib LIB built for this TensorRT".format(
                                     version, source_path, text, format_creators(registered_creators(trt))))
         raise EdgeAttnError("TensorRT {} could not parse {}: {}".format(version, source_path, text))
 

@@ -2,8 +2,8 @@
 
 ::
 
-    from edgeattn.export import export_onnx, load_model
-    model, size = load_model(arch="cswin_t24181_elfatt")
+    from edgeattn.export import export_onnx, load_torch_model
+    model, size = load_torch_model(arch="cswin_t24181_elfatt")
     summary = export_onnx(model, "elfatt.onnx", img_size=size)           # ORT variant, checked vs PyTorch
     export_onnx(model, "elfatt.trt.onnx", img_size=size, target="tensorrt")
 
@@ -15,7 +15,7 @@ Names are resolved lazily so that importing this package does not import torch o
 """
 _LAZY = {
     "export_onnx": "exporter",
-    "load_model": "exporter",
+    "load_torch_model": "exporter",
     "ExportSummary": "exporter",
     "DEFAULT_OPSET": "exporter",
     "TARGETS": "exporter",

@@ -356,7 +356,7 @@ def export_onnx(model, path, *, img_size, batch=1, opset=DEFAULT_OPSET, plugins=
         check_s=checked - exported, total_s=time.perf_counter() - started)
 
 
-def load_model(model_path=None, arch=None, img_size=None, trust_pickle=False, seed=0, checkpoint_key=None):
+def load_torch_model(model_path=None, arch=None, img_size=None, trust_pickle=False, seed=0, checkpoint_key=None):
     """The model to export and its resolution: a checkpoint (``model_path``; ``arch`` names the architecture of a
     state dict, ``checkpoint_key`` its wrapper entry), or ``arch`` with random weights (seeded). ``img_size``
     None means the checkpoint's own resolution (a registry model's default: 224, 384 for the ViT-B/16-384s)."""

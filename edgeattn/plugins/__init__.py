@@ -7,7 +7,7 @@ it once per process (``ctypes.CDLL``; ``tensorrt`` is imported first when instal
 same libnvinfer), and lists the creators TensorRT now knows.
 
 Search order of :func:`find_plugin_library`:
-  1. the ``explicit`` argument (a file, or a directory holding the library): ``--plugins``;
+  1. the ``explicit`` argument (a file, or a directory holding the library): ``--plugin-lib``;
   2. the ``EDGEATTN_PLUGIN_LIB`` environment variable (same): the board's configured plugin location, which
      ``deploy/jetson/build_plugins.sh`` tells the user to set;
   3. package data: ``edgeattn/plugins/_lib/`` (this package);

@@ -2,7 +2,7 @@
 
 Finding and loading the library is ``edgeattn.plugins``' job; this module only decides *which*
 library and records what it is. Loading a shared library runs its code, so a library is only ever taken from a
-place the user chose: ``--plugins PATH``, ``EDGEATTN_PLUGIN_LIB`` (the board's configured plugin location), the
+place the user chose: ``--plugin-lib PATH``, ``EDGEATTN_PLUGIN_LIB`` (the board's configured plugin location), the
 installed package or the checkout's build directory. An engine manifest is data that travels with an engine (a
 download, a teammate's share), so it only *names* the library the engine was built with (name, version,
 sha256); it never supplies a path, and a library whose sha256 differs is refused before it is loaded.
@@ -48,7 +48,7 @@ def check_expected(path, sha256, manifest_plugins):
     if want and want != sha256:
         raise EdgeAttnError(
             "plugin library {} (sha256 {}...) is not the one this engine was built with ({}, sha256 {}...); it "
-            "was not loaded: pass the matching library with --plugins or rebuild the engine".format(
+            "was not loaded: pass the matching library with --plugin-lib or rebuild the engine".format(
                 path, sha256[:12], manifest_plugins.get("name") or "unnamed", str(want)[:12]))
 
 
@@ -56,7 +56,7 @@ def resolve(explicit=None, custom_ops=(), manifest_plugins=None, load=True):
     """The plugin library record ``{"path", "name", "version", "sha256", "creators", "creators_source"}`` to
     use, or None when none is needed.
 
-    ``explicit``: ``--plugins``; otherwise ``edgeattn.plugins``' search. ``manifest_plugins``: the manifest's
+    ``explicit``: ``--plugin-lib``; otherwise ``edgeattn.plugins``' search. ``manifest_plugins``: the manifest's
     record of the library the engine was built with; only its sha256 is used, to refuse a different library
     before loading it. ``load``: also load it into this process (needed for the TensorRT Python backend; for
     trtexec it only serves to list creators, so a load failure is tolerated there and ``load="optional"`` is
@@ -73,7 +73,7 @@ def resolve(explicit=None, custom_ops=(), manifest_plugins=None, load=True):
     elif custom_ops or manifest_plugins:
         names = ", ".join(sorted({op["op_type"] for op in custom_ops})) or "plugins"
         if plugins is None:
-            raise EdgeAttnError("the model needs the edgeattn plugin library ({}); pass it with --plugins LIB"
+            raise EdgeAttnError("the model needs the edgeattn plugin library ({}); pass it with --plugin-lib LIB"
                                 .format(names))
         path = plugins.find_plugin_library(None)
     else:

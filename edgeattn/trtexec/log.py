@@ -125,11 +125,11 @@ def explain_failure(output, returncode, version=None, model_path=None, plugin_li
             registered = "; that library provides {}".format(", ".join(
                 "{}::{} v{}".format(ns, name, ver) for name, ver, ns in creators))
         return "TensorRT ({}) found no plugin for {}: {}{}; build the plugin library for this TensorRT or pass " \
-               "--plugins LIB".format(who, what, loaded, registered)
+               "--plugin-lib LIB".format(who, what, loaded, registered)
 
     if "IPluginCreator not found" in output:
         return "{} cannot deserialize {}: it contains a plugin whose creator is not registered; pass the plugin " \
-               "library with --plugins LIB".format(who, model_path or "the engine")
+               "library with --plugin-lib LIB".format(who, model_path or "the engine")
 
     if re.search(r"Error (?:opening|loading) engine file", output):
         return "{} cannot read the engine file {}".format(who, model_path or "")

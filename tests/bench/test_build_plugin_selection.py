@@ -333,15 +333,18 @@ def test_plugins_on_is_the_previous_behaviour(invoke, setup, tmp_path):
     assert _engine_header(str(tmp_path / "model.engine"))["plugins"] == [list(_creator(LITE))]
 
 
-def test_a_library_path_in_plugins_still_names_the_library(invoke, setup, tmp_path):
-    """`--plugins LIB` (the spelling of `edgeattn bench`) is the library, with the default mode."""
+def test_a_library_path_in_plugins_is_refused_naming_plugin_lib(invoke, setup, tmp_path):
+    """`--plugins` is the mode (on, off, auto) in every command: a library path there (the old spelling of
+    `edgeattn bench --plugins LIB`) is refused in one line naming --plugin-lib, before anything is built; the same
+    library with --plugin-lib builds."""
     setup.costs({LITE: 0.1, "Sigmoid": 3.0})
-    _build(invoke, setup, setup.model((LITE,)), "--plugins", setup.library)
+    result = _build(invoke, setup, setup.model((LITE,)), "--plugins", setup.library, expect=2)
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("edgeattn: error: --plugins takes on, off")
+    assert "--plugin-lib" in result.stderr
+    assert not (tmp_path / "model.engine").exists()
+    _build(invoke, setup, setup.model((LITE,)), "--plugin-lib", setup.library)
     selection = _manifest(str(tmp_path / "model.engine"))["plugin_selection"]
     assert selection["mode"] == "auto" and selection["plugin_ops"] == [LITE]
-    result = _build(invoke, setup, setup.model((LITE,)), "--plugins", setup.library, "--plugin-lib",
-                    str(tmp_path / "other.so"), expect=2)
-    assert "two plugin libraries given" in result.stderr
 
 
 @pytest.mark.parametrize("winner", ["plugin", "plain"])
@@ -355,7 +358,7 @@ def test_bench_of_the_result_uses_the_right_library(invoke, setup, tmp_path, win
     if winner == "plugin":
         # The plugin engine cannot run without its library, and runs with it.
         invoke(args, expect=2)
-        invoke(args + ["--plugins", setup.library], expect=0)
+        invoke(args + ["--plugin-lib", setup.library], expect=0)
         command = json.loads(out.read_text())["trtexec"]["command"]
         assert "--staticPlugins=" + os.path.abspath(setup.library) in command
     else:

@@ -8,7 +8,7 @@ from bench_helpers import layernorm_model, model_nodes, needs_onnx, needs_ort
 from edgeattn.tensorrt.manifest import MANIFEST_SCHEMA, check_batch, compatibility_problem, manifest_path, preflight, \
     read_manifest
 from edgeattn.engine.precision import PrecisionPolicy, find_fp32_islands, make_strongly_typed_fp16
-from edgeattn.engine.profiles import parse_shape_spec, resolve_profile
+from edgeattn.engine.profiles import parse_shape_spec, resolve_shape_profile
 from edgeattn.errors import EdgeAttnError, MissingDependencyError
 
 ORIN = {"name": "Orin", "compute_capability": "8.7"}
@@ -80,16 +80,16 @@ def test_shape_specs():
 
 def test_resolve_profile(capsys):
     inputs = [{"name": "x", "shape": ["batch", 3, 8, 8]}, {"name": "scale", "shape": [1]}]
-    profile = resolve_profile(inputs, ["x:1x3x8x8,2x3x8x8,8x3x8x8"])
+    profile = resolve_shape_profile(inputs, ["x:1x3x8x8,2x3x8x8,8x3x8x8"])
     assert profile == [("x", [1, 3, 8, 8], [2, 3, 8, 8], [8, 3, 8, 8]), ("scale", [1], [1], [1])]
-    assert resolve_profile(inputs, [])[0] == ("x", [1, 3, 8, 8], [1, 3, 8, 8], [1, 3, 8, 8])
+    assert resolve_shape_profile(inputs, [])[0] == ("x", [1, 3, 8, 8], [1, 3, 8, 8], [1, 3, 8, 8])
     assert "dynamic dimensions" in capsys.readouterr().err
     with pytest.raises(EdgeAttnError, match="not an input of the model \\(inputs: scale, x\\)"):
-        resolve_profile(inputs, ["y:1x3"])
+        resolve_shape_profile(inputs, ["y:1x3"])
     with pytest.raises(EdgeAttnError, match="dimension 1 is fixed to 3"):
-        resolve_profile(inputs, ["x:1x4x8x8"])
+        resolve_shape_profile(inputs, ["x:1x4x8x8"])
     with pytest.raises(EdgeAttnError, match="rank 2 but the input has rank 4"):
-        resolve_profile(inputs, ["x:1x3"])
+        resolve_shape_profile(inputs, ["x:1x3"])
 
 
 def test_islands_found_in_a_decomposed_layernorm_and_softmax():

@@ -120,7 +120,7 @@ def test_missing_plugin_names_the_op_and_the_creators(fake_trtexec, tmp_path, wr
         build_engine(model, str(engine), plugins=library, backend="trtexec", trtexec=fake_trtexec(version))
     message = info.value.format_message()
     assert "no plugin for op EdgeAttnLiteMLA" in message
-    assert "edgeattn::EdgeAttnBlockifyAttention v1" in message and "--plugins" in message
+    assert "edgeattn::EdgeAttnBlockifyAttention v1" in message and "--plugin-lib" in message
     assert not engine.exists() and not (tmp_path / "m.engine.json").exists()
     assert [p for p in os.listdir(str(tmp_path)) if p.startswith(".")] == []
 

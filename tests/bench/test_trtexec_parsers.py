@@ -101,7 +101,7 @@ def test_explain_missing_plugin_8_0_capture():
                               creators=[("EdgeAttnLiteMLA", "1", "edgeattn")])
     assert "op Round (version 1, namespace '')" in message
     assert "/opt/libedgeattn.so" in message and "edgeattn::EdgeAttnLiteMLA v1" in message
-    assert "--plugins" in message and "\n" not in message
+    assert "--plugin-lib" in message and "\n" not in message
 
 
 def test_explain_deserialization_captures():

@@ -28,7 +28,7 @@ import pytest
 
 from edgeattn import onnx_graph
 from edgeattn.export import contract
-from edgeattn.export.exporter import check_model, export_onnx, load_model
+from edgeattn.export.exporter import check_model, export_onnx, load_torch_model
 from edgeattn.models import list_models
 from edgeattn.schemas import get_schema
 
@@ -102,7 +102,7 @@ def parity_gate(arch):
 
 def prepared_model(arch, img_size=RESOLUTION):
     """The registered model with seeded weights and every constant-initialised parameter randomised."""
-    model, size = load_model(arch=arch, img_size=img_size, seed=0)
+    model, size = load_torch_model(arch=arch, img_size=img_size, seed=0)
     return randomise_parameters(model, seed=0, scales=True), size
 
 

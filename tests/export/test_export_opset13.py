@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import defs
 
-from edgeattn.export.exporter import export_onnx, load_model
+from edgeattn.export.exporter import export_onnx, load_torch_model
 from edgeattn.export.functions import build_function
 from random_params import randomise_parameters
 from test_export_models import parity_gate
@@ -35,7 +35,7 @@ def _graph_ops(nodes):
 
 @pytest.mark.parametrize("arch", NANO_MODELS)
 def test_opset13_tensorrt_variant(arch, tmp_path):
-    model, size = load_model(arch=arch, seed=0)
+    model, size = load_torch_model(arch=arch, seed=0)
     randomise_parameters(model, seed=0, scales=True)
     path = tmp_path / "model.onnx"
     summary = export_onnx(model, path, img_size=size, opset=13, target="tensorrt", check=True)

@@ -74,7 +74,7 @@ def test_metadata_records_resolution_plugins_and_version(tmp_path, plugins):
 
 
 def test_tensorrt_target_summary_reports_the_ir_version_of_its_file(tmp_path):
-    model, size = exporter.load_model(arch="vit_tiny_elfatt", seed=0)
+    model, size = exporter.load_torch_model(arch="vit_tiny_elfatt", seed=0)
     path = tmp_path / "nano.onnx"
     summary = exporter.export_onnx(model, path, img_size=size, opset=13, target="tensorrt", check=False)
     written = onnx.load(str(path))

@@ -21,10 +21,10 @@ def _polygraphy():
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    from edgeattn.export.exporter import export_onnx, load_model
+    from edgeattn.export.exporter import export_onnx, load_torch_model
 
     directory = tmp_path_factory.mktemp("polygraphy")
-    model, size = load_model(arch=ARCH, img_size=224, seed=0)
+    model, size = load_torch_model(arch=ARCH, img_size=224, seed=0)
     paths = {}
     for target in ("ort", "tensorrt"):
         paths[target] = str(directory / "{}.{}.onnx".format(ARCH, target))

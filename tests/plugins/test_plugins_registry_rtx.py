@@ -269,9 +269,9 @@ def anchor_export(exported_nodes, tmp_path_factory):
     import onnx
 
     from edgeattn.export import contract
-    from edgeattn.export.exporter import export_onnx, load_model
+    from edgeattn.export.exporter import export_onnx, load_torch_model
 
-    model, size = load_model(arch=ANCHOR_ARCH, img_size=RESOLUTIONS[0])
+    model, size = load_torch_model(arch=ANCHOR_ARCH, img_size=RESOLUTIONS[0])
     path = str(tmp_path_factory.mktemp("rtx-export") / (ANCHOR_ARCH + ".onnx"))
     export_onnx(model, path, img_size=size, plugins=True, target="tensorrt", check=False)
     return {"path": path, "nodes": contract.custom_nodes(onnx.load(path, load_external_data=False).graph)}

@@ -106,7 +106,7 @@ def test_a_library_with_another_hash_is_refused_before_loading(libraries, engine
         if how == "env":
             result = _bench(engine, tmp_path, EDGEATTN_PLUGIN_LIB=trusted["path"])
         else:
-            result = _bench(engine, tmp_path, "--plugins", trusted["path"])
+            result = _bench(engine, tmp_path, "--plugin-lib", trusted["path"])
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert "is not the one this engine was built with" in result.stderr and "it was not loaded" in result.stderr
         assert not os.path.exists(trusted["marker"]) and not os.path.exists(planted["marker"])
