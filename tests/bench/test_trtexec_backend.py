@@ -127,7 +127,7 @@ def test_missing_plugin_names_the_op_and_the_creators(fake_trtexec, tmp_path, wr
 
 def test_plugin_library_is_required_for_custom_ops(fake_trtexec, tmp_path, write_model, no_plugins_module):
     model = write_model(matmul_model(features=8, with_custom=True))
-    with pytest.raises(EdgeAttnError, match="needs the edgeattn plugin library.*EdgeAttnLiteMLA.*--plugins"):
+    with pytest.raises(EdgeAttnError, match="needs the edgeattn plugin library.*EdgeAttnLiteMLA.*--plugin-lib"):
         build_engine(model, str(tmp_path / "m.engine"), backend="trtexec", trtexec=fake_trtexec("8.6.2"))
     # Without edgeattn.plugins an explicit library still works.
     library = write_plugin_library(tmp_path / "lib.so")
