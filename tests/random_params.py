@@ -10,7 +10,8 @@ import torch
 import torch.nn as nn
 
 #: QT-ViT alpha, beta, gamma ranges: disjoint (so swapping any two changes the kernel) and inside the positive-kernel
-#: region d * alpha^2 * gamma^2 >= 4 * beta^4 for every head width d >= 1 (digest 3.4)
+#: region d * alpha^2 * gamma^2 >= 4 * beta^4 for every head width d >= 1
+#: (LiteMLA.qt_positivity_margin)
 QT_RANGES = {"qt_alpha": (0.8, 1.4), "qt_beta": (0.3, 0.7), "qt_gamma": (1.5, 2.0)}
 NORMS = (nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm)
 

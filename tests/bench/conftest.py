@@ -38,7 +38,7 @@ def no_plugins_module(monkeypatch):
 
 @pytest.fixture
 def jetson_stub(monkeypatch):
-    """edgeattn.jetson.{board,nvpmodel,clocks} per INTERFACES §4, describing a Jetson AGX Orin (MAXN when an
+    """Stand-ins for edgeattn.jetson.{board,nvpmodel,clocks}, describing a Jetson AGX Orin (MAXN when an
     nvpmodel is on PATH)."""
     import edgeattn
 

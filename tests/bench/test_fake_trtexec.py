@@ -1,5 +1,6 @@
 """The fake trtexec replays the real formats: its output is compared line shape by line shape with the captures in
-tests/fixtures/trtexec (numbers and timestamps abstracted), and its option handling with trtexec.md §3-§4."""
+tests/fixtures/trtexec (numbers and timestamps abstracted), and its option handling with trtexec's
+``samples/common/sampleOptions.cpp`` (NVIDIA/TensorRT, per release branch)."""
 import json
 import re
 import subprocess
@@ -200,7 +201,7 @@ def test_no_gpu(fake_trtexec):
 
 @pytest.mark.parametrize("version,inlined", [("8.6.2", False), ("10.3.0", True), ("10.16.2", False)])
 def test_local_function_precedence(fake_trtexec, tmp_path, write_model, version, inlined):
-    # tensorrt.md §2.4: 9.0-10.6 inline a same-named local function and never call the plugin.
+    # TensorRT 9.0-10.6 inline a same-named local function and never call the plugin (docs/custom-ops.md).
     lib = write_plugin_library(tmp_path / "lib.so")
     model = write_model(matmul_model(features=8, with_custom=True, with_function=True))
     engine = str(tmp_path / "e")

@@ -11,7 +11,7 @@ from edgeattn.errors import EdgeAttnError
 
 pytestmark = needs_ort
 
-#: INTERFACES §5 keys every result has
+#: the edgeattn.bench/1 keys every result has (docs/outputs.md)
 INTERFACE_KEYS = {"schema", "model", "backend", "provider", "batch", "threads", "precision", "iterations",
                   "warmup_s", "latency_ms", "throughput_items_per_s", "gpu_compute_ms", "samples_ms", "window",
                   "context"}

@@ -16,7 +16,7 @@ from edgeattn.trtexec.version import TrtVersion, decode_version_number, parse_ba
     (110100, "11.1.0"),
 ])
 def test_banner_numbers(number, expected):
-    # trtexec.md §5.1: MAJOR*1000+MINOR*100+PATCH for 8.x, MAJOR*10000+MINOR*100+PATCH from 10.x
+    # NV_TENSORRT_VERSION: MAJOR*1000+MINOR*100+PATCH for 8.x, MAJOR*10000+MINOR*100+PATCH from 10.x (NvInferVersion.h)
     assert str(decode_version_number(number)) == expected
 
 

@@ -206,7 +206,7 @@ def test_fp16_like_engine_error_is_caught(invoke, classifier, fake_trtexec, tmp_
 
 
 def test_exported_output_parser_reads_the_real_capture():
-    """trtexec.md 1.3: the public --exportOutput example (two bindings, unordered, dimensions as text)."""
+    """The --exportOutput format as a public file shows it (two bindings, unordered, dimensions as text)."""
     from edgeattn.compare import parse_exported_outputs
 
     text = ('[\n  { "name" : "probs_phone"\n  , "dimensions" : "1x5"\n'

@@ -106,7 +106,7 @@ def capture_custom_op_calls(model, images):
 
 
 def expected_attributes(op_type, args):
-    """Schema attributes a custom-op call must become (from the op's argument list in INTERFACES.md §2)."""
+    """Schema attributes a custom-op call must become (from the op's argument list in its schema, export/schemas/)."""
     import torch
 
     if op_type == "EdgeAttnBlockifyAttention":

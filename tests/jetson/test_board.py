@@ -1,4 +1,4 @@
-"""Board identity (jetson.md §7): device tree, nv_tegra_release, L4T -> JetPack, module IDs, profile matching."""
+"""Board identity: device tree, nv_tegra_release, L4T -> JetPack, module IDs, profile matching."""
 import os
 
 import pytest
@@ -8,7 +8,8 @@ from edgeattn.jetson import board as board_io
 
 import fakeharness
 
-# The four example first lines of /etc/nv_tegra_release in jetson.md §7.1 and the releases they name.
+# Real first lines of /etc/nv_tegra_release (dusty-nv/jetson-containers l4t_version.py's examples,
+# lesomnus/tegra-exporter's tests) and the releases they name.
 RELEASE_LINES = [
     ("# R32 (release), REVISION: 7.1, GCID: 29689809, BOARD: t186ref, EABI: aarch64, DATE: Wed Feb  2 21:33:23 UTC "
      "2022", "32.7.1", "4.6.1"),
@@ -61,7 +62,7 @@ def test_every_fake_board_is_detected_and_matched(tmp_path, name):
 
 
 def test_nano_2gb_is_not_taken_for_the_4gb(tmp_path):
-    # jetson.md §7.1: Nano 2GB lists "nvidia,p3541-0000", "nvidia,p3450-0000", "nvidia,tegra210"
+    # a Nano 2GB device tree (published capture) lists "nvidia,p3541-0000", "nvidia,p3450-0000", "nvidia,tegra210"
     fake = fakeharness.FakeBoard(tmp_path, "nano-4gb")
     with open(os.path.join(fake.root, "proc", "device-tree", "compatible"), "wb") as handle:
         handle.write(b"nvidia,p3541-0000\0nvidia,p3450-0000\0nvidia,tegra210\0")

@@ -1,4 +1,4 @@
-"""INA3221 sysfs rails (jetson.md §5.1) on fake trees built from the real listings."""
+"""INA3221 sysfs rails (as rbonghi/jetson_stats jtop/core/power.py reads them) on fake trees built from the real listings."""
 import os
 import time
 
@@ -8,7 +8,7 @@ from jetson_support import capture
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import ina3221
 
-# jetson.md §5.1, real AGX Orin listing: (label, mV, mA) per channel of 1-0040 and 1-0041
+# tests/fixtures/jetson/ina3221/agx_orin_hwmon_listing.txt, real AGX Orin listing: (label, mV, mA) per channel of 1-0040 and 1-0041
 AGX_0040 = [("VDD_GPU_SOC", 843, 6170), ("VDD_CPU_CV", 780, 3437), ("VIN_SYS_5V0", 4968, 953)]
 AGX_0041 = [(None, None, None), ("VDDQ_VDD2_1V8AO", 1800, 341), (None, None, None)]
 
@@ -47,7 +47,7 @@ def test_nc_channels_are_skipped(fake_board):
 
 
 def test_iio_rails_jetson_nano(tmp_path):
-    # JetPack 4 ina3221x: /sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0 (jetson.md §5.1)
+    # JetPack 4 ina3221x: /sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0 (jtop/core/power.py's JetPack 4 branch)
     iio = tmp_path / "sys" / "bus" / "i2c" / "drivers" / "ina3221x" / "6-0040" / "iio:device0"
     for channel, name in enumerate(["POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"]):
         _write(str(iio / "rail_name_{}".format(channel)), name)

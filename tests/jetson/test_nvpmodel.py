@@ -1,4 +1,4 @@
-"""nvpmodel parsers on the captures of jetson.md §1.9 and §2, and nvpmodel runs against the fake."""
+"""nvpmodel parsers on the real captures in tests/fixtures/jetson/nvpmodel, and nvpmodel runs against the fake."""
 import os
 
 import pytest
@@ -57,7 +57,8 @@ def test_parse_verbose_grammar_nano():
     maxn, five = conf.modes
     assert (maxn.id, maxn.name, five.id, five.name) == (0, "MAXN", 1, "5W")
     assert maxn.online_cores == 4 and five.online_cores == 2
-    # 2147483647 = INT_MAX and "EMC MAX_FREQ 0" both mean no cap (jetson.md §0)
+    # 2147483647 = INT_MAX and "EMC MAX_FREQ 0" both mean no cap (the conf header: "-1 is taken as INT_MAX";
+    # NVIDIA's Xavier confs write EMC MAX_FREQ 0)
     assert (maxn.cpu_max_khz, maxn.gpu_max_hz, maxn.emc_max_hz) == (-1, -1, -1)
     assert (five.cpu_max_khz, five.gpu_max_hz, five.emc_max_hz) == (918000, 640000000, 1600000000)
     assert maxn.reboot_key is None and conf.needs_reboot(0, 1) is False
@@ -85,7 +86,7 @@ def test_conf_parsing_is_lenient():
 
 def test_needs_reboot_follows_power_gating_masks():
     conf = nvpmodel.parse_conf(capture("confs/nvpmodel_p3701_0000.conf"))
-    assert conf.needs_reboot(0, 3) is False          # MAXN and 50W share mask 0 (jetson.md §1.1)
+    assert conf.needs_reboot(0, 3) is False          # MAXN and 50W share mask 0 (nvpmodel_p3701_0000.conf)
     assert conf.needs_reboot(2, 1) is True and conf.needs_reboot(2, 0) is True
     assert conf.needs_reboot(2, 9) is None           # unknown mode
 

@@ -1,4 +1,4 @@
-"""Power summaries (jetson.md §5.1 rules) and `edgeattn power` on real captures."""
+"""Power summaries (jtop's total-rail rule, rbonghi/jetson_stats jtop/core/power.py) and `edgeattn power` on real captures."""
 import json
 
 import pytest

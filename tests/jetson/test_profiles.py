@@ -1,5 +1,5 @@
 """Board profiles: schema validation, the facts cross-checked against independent transcriptions and real
-captures of jetson.md, matching, and `edgeattn profiles`."""
+captures (tests/fixtures/jetson), matching, and `edgeattn profiles`."""
 import copy
 import json
 import os
@@ -35,7 +35,7 @@ def test_super_and_original_tables_for_orin_nx_and_nano():
 
 @pytest.mark.parametrize("board_name", fakeharness.BOARD_NAMES)
 def test_profile_tables_agree_with_the_independent_conf_transcription(board_name):
-    # tests/fixtures/jetson/confs were transcribed separately from the same jetson.md tables
+    # tests/fixtures/jetson/confs were transcribed separately from the same NVIDIA conf copies
     spec = fakeharness.fakeboard.boards()[board_name]
     profile = profiles.load_profile(spec["profile"])
     conf = nvpmodel.parse_conf(capture("confs/" + spec["conf"]))
@@ -53,7 +53,8 @@ def test_profiles_agree_with_real_captures():
     fragment = nvpmodel.parse_conf(capture("nvpmodel/conf_p3767_0003_super_fragment.conf"))
     # the unverified 7W mode is absent from NVIDIA's conf copy: not a disagreement
     assert profiles.cross_check(super8, fragment.modes) == []
-    # The R36.5 Orin NX capture in mode 40W: REAL_VAL of the GPU/CPU/DLA caps (jetson.md §2.4)
+    # The R36.5 Orin NX capture in mode 40W: REAL_VAL of the GPU/CPU/DLA caps
+    # (tests/fixtures/jetson/nvpmodel/query_verbose_orin_nx_r36_5.txt)
     verbose = nvpmodel.parse_query(capture("nvpmodel/query_verbose_orin_nx_r36_5.txt"))
     real = {(p[0], p[1]): int(p[3]) for p in verbose.params if p[3].isdigit()}
     mode = profiles.load_profile("orin-nx-16gb").mode_tables["super"].mode(verbose.mode.id)
@@ -75,7 +76,7 @@ def test_profiles_agree_with_real_captures():
 def test_reboot_groups_follow_the_masks():
     agx = profiles.load_profile("agx-orin-64gb").mode_tables["standard"]
     groups = {m.name: m.reboot_group for m in agx.modes}
-    # jetson.md §1.1: {MAXN, 50W} vs 15W vs 30W
+    # nvpmodel_p3701_0000.conf's TPC masks: {MAXN, 50W} vs 15W vs 30W
     assert groups["MAXN"] == groups["MODE_50W"] and len(set(groups.values())) == 3
 
 
@@ -202,7 +203,7 @@ def test_cli_unknown_profile_is_one_line(invoke):
 
 
 def test_cross_check_reports_a_renamed_mode_and_a_power_gating_mask():
-    """AGX Orin 64GB (jetson.md §1 table): mode 1 is MODE_15W with TPC_PG_MASK 248, mode 2 MODE_30W. A board
+    """AGX Orin 64GB (nvpmodel_p3701_0000.conf): mode 1 is MODE_15W with TPC_PG_MASK 248, mode 2 MODE_30W. A board
     whose mode 2 is called otherwise, and whose 15W mode gates other TPCs, disagrees on both."""
     table = profiles.load_profile("agx-orin-64gb").mode_tables["standard"]
     conf = nvpmodel.parse_conf("< POWER_MODEL ID=0 NAME=MAXN >\n< POWER_MODEL ID=1 NAME=MODE_15W >\n"

@@ -1,4 +1,4 @@
-"""tegrastats parser on the real captures of jetson.md §4.2 (expected values read off the captured text)."""
+"""tegrastats parser on the real captures in tests/fixtures/jetson/tegrastats (expected values read off the captured text)."""
 import subprocess
 import time
 
@@ -96,7 +96,7 @@ def test_orin_nano_super_single_gpc_array_and_vdd_in():
 
 
 def test_jetpack7_three_value_rails_and_double_temperatures():
-    # jetson.md §4.3: "Orin R39.2: curmW/x/y (3 values)", JP7 temperatures "cpu@52.968C/52.968C"
+    # published JetPack 7 captures: Orin R39.2 rails as curmW/x/y (3 values), temperatures "cpu@52.968C/52.968C"
     sample = ts.parse_line("12-01-2025 10:00:00 RAM 1000/7620MB (lfb 1x2MB) CPU [1%@729,off] "
                            "GR3D_FREQ 0%@[1300,1300] cpu@52.968C/52.968C VDD_IN 5139mW/5139mW/5139mW "
                            "NVENC0_FREQ @314")
@@ -107,7 +107,7 @@ def test_jetpack7_three_value_rails_and_double_temperatures():
 
 
 def test_pmic_constant_is_never_the_hottest_sensor():
-    """tegrastats prints PMIC@100C as a constant on TX1/TX2/Xavier (jetson.md §4.2): the hottest chip sensor is
+    """tegrastats prints PMIC@100C as a constant on TX1/TX2/Xavier (the DataDog captures): the hottest chip sensor is
     read off the other sensors of each captured line, or every such board would look like it hit 85 C."""
     expected = [(42.75, "Tdiode"), (41.0, "GPU"), (34.75, "Tdiode")]   # the maxima of each line without PMIC
     samples = [ts.parse_line(line) for line in lines("tx1_tx2_xavier_jp4.log")]
@@ -116,7 +116,8 @@ def test_pmic_constant_is_never_the_hottest_sensor():
 
 
 def test_sampler_interval_is_the_milliseconds_it_passes_to_tegrastats():
-    """``tegrastats --interval N`` takes milliseconds (jetson.md §4.1); the sampler's window attribution needs
+    """``tegrastats --interval N`` takes milliseconds (its --help; jtop passes
+    int(interval * 1000)); the sampler's window attribution needs
     the same interval in seconds."""
     for interval_ms in (500, 750, 1000, 2000):
         sampler = ts.TegrastatsSampler(interval_ms=interval_ms, tool="tegrastats")

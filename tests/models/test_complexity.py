@@ -1,8 +1,8 @@
 """Parameter and MAC counts against the papers' tables, plus hand-computed counts that check the counter itself.
 
 Tolerance for printed table values: max(1 %, half a unit of the last printed digit) (see conftest.matches_paper).
-Exact integers come from analytic counts of the released code's structure (digest operators-elfatt-qtvit.md
-section 5 A), not from this package.
+Exact integers come from analytic counts of the released code's structure, worked by hand from the official
+configs (e.g. 12C^2 + 23C per CSWin block), not from this package.
 """
 import pytest
 
@@ -48,7 +48,7 @@ def test_elfatt_block_sizes_against_table_ii(blocks, meta_counts, matches_paper)
 
 
 def test_elfatt_c1_ratio_extremes_against_table_v(meta_counts, matches_paper):
-    """Table V (run with blocks 196-196-196-49, digest 2.3): c1 = 0 (pure blockify) 4.76/4.09 G; c1 = c equals the
+    """Table V (run with blocks 196-196-196-49, the block sizes Table I gives for it): c1 = 0 (pure blockify) 4.76/4.09 G; c1 = c equals the
     EFFATT row 4.35/4.17 G."""
     blockify = meta_counts("cswin_t24181_elfatt", 224, global_ratio=0.0, block_sizes=[196, 196, 196, 49])
     assert matches_paper(blockify["total"], "4.76G") and matches_paper(blockify["fa"], "4.09G")
@@ -59,12 +59,12 @@ def test_elfatt_c1_ratio_extremes_against_table_v(meta_counts, matches_paper):
 @pytest.mark.parametrize("name", ["cswin_t24181_global", "cswin_t24181_local", "cswin_t24181_effatt",
                                   "cswin_t24181_elfatt"])
 def test_cswin_t24181_exact_params(name, meta_counts):
-    """Digest 5 A.1: 12C^2 + 23C per block + stem, merges, head = 20,393,320 for every variant."""
+    """By hand: 12C^2 + 23C per block (LN, qkv + bias, LePE 3x3 + bias, proj, LN, MLP 4x) + stem, merges, head = 20,393,320 for every variant."""
     assert meta_counts(name)["params"] == 20393320
 
 
 def test_fa_column_is_total_minus_softmax_cores(meta_counts):
-    """Digest 5 B.4: nFA - FA = the softmax cores; for the default ELFATT 0.306 G, for EFFATT 0.18 G (the
+    """nFA - FA = the softmax cores (what FlashAttention hides from the paper's counter); for the default ELFATT 0.306 G, for EFFATT 0.18 G (the
     stage-3 VaniATT half: 9 blocks x 2 x 196^2 x 256)."""
     elfatt = meta_counts("cswin_t24181_elfatt")
     assert elfatt["total"] - elfatt["fa"] == elfatt["softmax_core"]
@@ -102,8 +102,8 @@ def test_registry_paper_numbers_match_the_tables():
         assert paper["params"] == params and paper["macs"][str(img_size)] == [macs, macs_fa]
 
 
-# EfficientViT: exact parameter counts of the official B0-B3 classifiers (digest 5 A.2, analytic count of
-# mit-han-lab/efficientvit backbone.py + cls.py) and the README's params / MACs at 224 and 288.
+# EfficientViT: exact parameter counts of the official B0-B3 classifiers (analytic count of
+# mit-han-lab/efficientvit backbone.py + cls.py by hand) and the README's params / MACs at 224 and 288.
 EFFICIENTVIT_EXACT = {"efficientvit_b0": 3410008, "efficientvit_b1": 9102024, "efficientvit_b2": 24330712,
                       "efficientvit_b3": 48646056}
 EFFICIENTVIT_README = {
@@ -130,7 +130,7 @@ def test_efficientvit_against_readme(name, meta_counts, matches_paper):
 @pytest.mark.parametrize("qt,base,layers", [("qtvit_1", "efficientvit_b1", 7), ("qtvit_2", "efficientvit_b2", 10),
                                             ("qtvit_3", "efficientvit_b3", 15)])
 def test_qtvit_is_its_backbone_plus_alpha_beta_gamma(qt, base, layers, meta_counts):
-    """Digest 3.3: one (alpha, beta, gamma) per LiteMLA layer adds 3 x #LiteMLA parameters, and the QT feature
+    """One (alpha, beta, gamma) per LiteMLA layer (the QT-ViT poster leaves the placement open) adds 3 x #LiteMLA parameters, and the QT feature
     map (2d + 1 features instead of d) adds +0.009 / +0.036 / +0.072 GMACs at 224."""
     assert meta_counts(qt)["params"] == meta_counts(base)["params"] + 3 * layers
     extra = {"qtvit_1": 0.009e9, "qtvit_2": 0.036e9, "qtvit_3": 0.072e9}[qt]
@@ -139,7 +139,7 @@ def test_qtvit_is_its_backbone_plus_alpha_beta_gamma(qt, base, layers, meta_coun
     assert per_head > 3 * layers and per_head % 3 == 0
 
 
-# SOFT++ (IJCV) Table 3: params, FLOPs at 224 (MACs without the Newton-Raphson iterations, digest 1.3);
+# SOFT++ (IJCV) Table 3: params, FLOPs at 224 (MACs without the Newton-Raphson iterations);
 # Table 10: 13.07M for Tiny with the conv sampler.
 SOFT_TABLE_3 = {"softpp_tiny": ("13M", "1.9G"), "softpp_small": ("27M", "4.5G"), "softpp_medium": ("48M", "8.7G"),
                 "softpp_large": ("85M", "15.4G")}
@@ -163,13 +163,13 @@ def test_softpp_against_table_3(name, meta_counts, matches_paper):
 
 
 def test_softpp_tiny_released_config(meta_counts, matches_paper):
-    """Table 10 / digest 1.3: the released 1-2-3-2 config gives exactly 13.07M (Table 1's 2-2-5-2 would not)."""
+    """Table 10: the released 1-2-3-2 config gives exactly 13.07M (Table 1's 2-2-5-2 would not)."""
     assert matches_paper(meta_counts("softpp_tiny")["params"], "13.07M")
 
 
 def test_softpp_newton_raphson_count(meta_counts):
     """NR costs heads * iters * 2 * m^3 per layer: Tiny (m = 49 in stages 1-3, stage 4 softmax) =
-    (1*2 + 2*4 + 3*10) * 20 * 2 * 49^3 = 0.188 GMACs (digest 1.3: about 0.19 G)."""
+    (1*2 + 2*4 + 3*10) * 20 * 2 * 49^3 = 0.188 GMACs, which the SOFT paper's table leaves out."""
     assert meta_counts("softpp_tiny")["iterative"] == (1 * 2 + 2 * 4 + 3 * 10) * 20 * 2 * 49 ** 3
 
 

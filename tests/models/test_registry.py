@@ -8,7 +8,7 @@ from edgeattn import load_checkpoint, save_checkpoint  # noqa: E402
 from edgeattn.errors import EdgeAttnError  # noqa: E402
 from edgeattn.models import create_model, is_model, list_models, model_info  # noqa: E402
 
-#: INTERFACES.md section 7: names other areas reference; all must exist.
+#: names the README, docs, presets, benchmarks and tests use; all must exist.
 FIXED_NAMES = [
     "cswin_t24181_global", "cswin_t24181_local", "cswin_t24181_effatt", "cswin_t24181_elfatt",
     "cswin_b36292_global", "cswin_b36292_elfatt",

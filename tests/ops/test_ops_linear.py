@@ -1,4 +1,5 @@
-"""EFFATT, ELFATT and LiteMLA / QT-ViT: identities from operators-elfatt-qtvit.md section 5."""
+"""EFFATT, ELFATT and LiteMLA / QT-ViT: identities of the papers (ELFATT arXiv 2501.06098, EFFATT WACV 2021,
+EfficientViT ICCV 2023, QT-ViT NeurIPS 2024) and of the official code they name."""
 import math
 
 import pytest
@@ -46,14 +47,14 @@ def test_efficient_attention_matrix_is_row_stochastic(dtype):
 
 
 def test_efficient_attention_is_not_the_raw_exp_form():
-    """Digest section 5 item 10: row-normalised exp(Q)exp(K)^T V = softmax_f(q + log sum_j e^k_jf) ctx != EFFATT;
+    """ELFATT v1's form: row-normalised exp(Q)exp(K)^T V = softmax_f(q + log sum_j e^k_jf) ctx != EFFATT;
     keys whose features have different scales (non-iid) separate the two clearly."""
     n, d = 64, 16
     q = rand(1, n, d, seed=3)
     k = rand(1, n, d, seed=4) + torch.linspace(-3, 3, d, dtype=torch.float64)  # per-feature offsets
     v = rand(1, n, d, seed=5)
     v1 = ref.raw_exp_attention_normalised(q, k, v, 1)
-    # the digest's closed form of v1, so that the discriminator compares the right thing
+    # the closed form of v1 (sum_j e^k_jf folded into q's softmax), so that the discriminator compares the right thing
     context = torch.softmax(k, dim=1).transpose(-1, -2) @ v
     closed = torch.softmax(q + torch.logsumexp(k, dim=1, keepdim=True), dim=-1) @ context
     torch.testing.assert_close(v1, closed, rtol=1e-10, atol=1e-12)
@@ -208,7 +209,7 @@ def test_lite_mla_module_qt_parameters(qt_params):
     core = ref.lite_mla_quadratic(qkv_map, 8, "quadratic_taylor", 1e-15, module.qt_alpha.detach().tolist(),
                                   module.qt_beta.detach().tolist(), module.qt_gamma.detach().tolist())
     torch.testing.assert_close(module(x), module.proj(core), rtol=1e-9, atol=1e-10)
-    # digest 3.4 margin d alpha^2 gamma^2 - 4 beta^4 at the smallest alpha (0.5), beta = gamma = 1
+    # positivity margin d alpha^2 gamma^2 - 4 beta^4 (LiteMLA.qt_positivity_margin) at the smallest alpha (0.5), beta = gamma = 1
     assert module.qt_positivity_margin() == pytest.approx(8 * 0.5 ** 2 - 4)
 
 

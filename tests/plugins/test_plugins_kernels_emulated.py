@@ -476,7 +476,8 @@ def ptx_fragment_c(lane):
     return [(group if i < 2 else group + 8, thread * 2 + (i & 1)) for i in range(4)]
 
 
-# A few lanes spelled out element by element (lane 5 is shared/reference/tensor-cores.md's worked example).
+# A few lanes spelled out element by element (the PTX ISA's mma.m16n8k16 fragment tables,
+# docs.nvidia.com/cuda/parallel-thread-execution, worked out for lane 5 too).
 PTX_LANES = {
     0: {"a": [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)],
         "b": [(0, 0), (1, 0), (8, 0), (9, 0)], "c": [(0, 0), (0, 1), (8, 0), (8, 1)]},

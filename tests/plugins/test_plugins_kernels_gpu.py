@@ -1,6 +1,6 @@
 """Each CUDA kernel through the C ABI (ctypes + torch CUDA tensors) against the PyTorch reference operators.
 
-Reference: edgeattn.ops functional cores (INTERFACES section 2) evaluated in FP64 on the same (FP16-rounded,
+Reference: edgeattn.ops functional cores evaluated in FP64 on the same (FP16-rounded,
 for the FP16 cases) inputs. Criteria:
   FP32: max |kernel - ref64| <= 1e-4 * max |ref64|
   FP16: max |kernel - ref64| <= 2 * max |torch_fp16 - ref64| (+ a 1e-6 * max|ref64| floor), where torch_fp16 is

@@ -41,8 +41,8 @@ RESOLUTIONS = (224, 384)
 pytestmark = pytest.mark.xdist_group("glue-trt11.1")
 ANCHOR_ARCH = "vit_tiny_elfatt"
 RTX_TIMEOUT_S = 120
-#: what the ONNX parser makes of each ONNX attribute type (onnx-tensorrt loadFields; shared/reference/tensorrt.md
-#: section 2.3), by AttributeProto.AttributeType number
+#: what the ONNX parser makes of each ONNX attribute type (onnx-tensorrt ``loadFields`` in
+#: onnxOpImporters.cpp: INT narrowed to INT32, STRING to CHAR), by AttributeProto.AttributeType number
 PARSER_FIELD_KIND = {1: "FLOAT32", 2: "INT32", 3: "CHAR", 6: "FLOAT32", 7: "INT32"}
 PLUGIN_KEYS = ("plugin_version", "plugin_namespace")
 RTX_MODULES = ("tensorrt_rtx", "tensorrt_rtx_bindings")

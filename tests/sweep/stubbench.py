@@ -1,4 +1,4 @@
-"""A stand-in for edgeattn.bench.run_benchmark (INTERFACES §5) while the real one is written in parallel.
+"""A stand-in for edgeattn.bench.run_benchmark (its edgeattn.bench/1 record) with a throughput the tests control.
 
 Its throughput is a known function of the model and the board's current mode (read from the fake board's state)
 or the thread budget, so tests can check what the sweep and the report do with it. It sleeps for the timed

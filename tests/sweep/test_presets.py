@@ -1,7 +1,7 @@
 """`edgeattn sweep --preset elfatt-table8|9` and the paper table `edgeattn report` prints beside a sweep.
 
 Oracles: the paper's Tables VIII/IX (their printed ratios must follow from their FPS columns by the paper's rule,
-FPS / slowest FPS of the column, digest operators-elfatt-qtvit.md section 2.5), a stub benchmark whose throughput
+FPS / slowest FPS of the column), a stub benchmark whose throughput
 is a known function of the model (the report's ratios are checked against it), and one real host-cpu run: the
 exports through the real `edgeattn export` subprocess and the benchmark on ONNX Runtime, with the preset's model
 list replaced by two tiny ViTs (the paper's models take minutes to export on two cores; the full command is in
@@ -152,7 +152,7 @@ def test_preset_sweep_runs_for_real_on_host_cpu(plain_host, tiny_preset, invoke,
 
 
 #: ELFATT paper (arXiv 2501.06098) Tables VIII (AGX Orin, batch 128) and IX (Nano, batch 1), transcribed here from
-#: /work/shared/papers/elfatt.txt: label -> (FPS FP32, ratio, FPS mixed precision, ratio)
+#: the paper's text: label -> (FPS FP32, ratio, FPS mixed precision, ratio)
 PAPER_TABLE_VIII = {
     "CSWin-T24181-Agent": (158, "1.5x", 295, "1.3x"), "CSWin-T24181-EFFATT": (156, "1.4x", 305, "1.3x"),
     "CSWin-T24181-ELFATT": (174, "1.6x", 355, "1.6x"), "CSWin-T24181-FLatten": (138, "1.3x", 229, "1.0x"),

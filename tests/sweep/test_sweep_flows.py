@@ -186,7 +186,7 @@ def test_failed_or_interrupted_sweep_relocks_clocks_that_were_locked_before(fake
 
 
 def test_clocks_we_locked_are_unlocked_before_every_mode_switch(fake_board, monkeypatch):
-    """jetson_clocks pins the current mode's maxima (jetson.md §3.1): each ``nvpmodel -m`` must come after the
+    """jetson_clocks pins the current mode's maxima (the script's usage text): each ``nvpmodel -m`` must come after the
     ``jetson_clocks --restore`` that undoes our own lock, on a switch and on the final restore."""
     board, controller, original = _controller_away_from_the_original_mode(fake_board, monkeypatch, "max")
     controller.restore(original, final=True)

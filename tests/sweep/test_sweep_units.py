@@ -13,7 +13,7 @@ from edgeattn.sweep.runner import _attach_power
 
 
 def test_plan_starts_with_the_current_mode_and_groups_reboots():
-    masks = {0: 0, 1: 248, 2: 240, 3: 0}                 # AGX Orin 64GB (jetson.md §1.1)
+    masks = {0: 0, 1: 248, 2: 240, 3: 0}                 # AGX Orin 64GB (nvpmodel_p3701_0000.conf)
     modes = [SweepMode(i, "m{}".format(i), group=[masks[i]]) for i in range(4)]
     plan = order_modes(modes, 2, lambda a, b: masks[a] != masks[b])
     assert [m.id for m in plan] == [2, 0, 3, 1]
