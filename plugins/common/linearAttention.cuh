@@ -10,16 +10,17 @@
  * normalised context), c = 1 and eps = 0, so out = softmax(q) G' with softmax(q) = exp(q - max) / sum.
  * LiteMLA: phi = relu or [a x^2, b sqrt(4/d) x, g]; G' = G, c = l (the padded-V trick), eps from the attribute.
  *
- * Kernels (3 launches):
+ * Kernels (2 launches, and a memset of the tickets when there are several splits):
  *   1. linearReduceKernel   grid (splits, heads, batch): FP32 partial (max, sum, G) over a token range. The
  *      tokens of a tile are staged in shared memory (phi(k) and v, FP32); each thread owns a 4x4 register tile
- *      of G and several thread groups split the tile's tokens, reduced through shared memory at the end.
- *   2. linearCombineKernel  grid (heads, batch): merges the splits (rescaling by exp(m_s - M) for softmax)
- *      into the context [dk rows][d + 1 columns, padded]; column d holds c.
- *   3. linearOutputKernel   grid (token tiles, heads, batch): phi(q) tile transposed in shared memory, context
+ *      of G and several thread groups split the tile's tokens, reduced through shared memory at the end. The last
+ *      block of a (batch, head) to finish (a ticket counter) merges the splits (rescaling by exp(m_s - M) for
+ *      softmax) into the context [dk rows][d + 1 columns, padded]; column d holds c (finishReduction).
+ *   2. linearOutputKernel   grid (token tiles, heads, batch): phi(q) tile transposed in shared memory, context
  *      in shared memory, 4 tokens x 4 channels per thread, output staged for coalesced stores.
  * The split count depends only on the token count (<= 256 splits of >= 256 tokens), so the workspace is
- * monotone in every dimension and deterministic (no atomics). Shared memory stays below 48 KB (sm_53 limit).
+ * monotone in every dimension. Deterministic: the splits are merged in split order whichever block arrives last
+ * (the only atomic is the ticket). Shared memory stays below 48 KB (sm_53 limit).
  * These scalar kernels are the sm_53 path and the reference; FP16 on sm_80+ runs the tensor-core reduction and
  * output passes of common/linearAttentionTensorCore.cuh around the same combine, with the same workspace.
  */
@@ -79,14 +80,14 @@ struct LinearAttentionParams
     int mmaValueColumns;
     int mmaFeatureTiles;
     int mmaValueTiles;
-    int outputTilesPerBlock;
     float eps;
     int qtCount;
     float qtAlpha[kMaxQtGroups];
     float qtBeta[kMaxQtGroups];
     float qtGamma[kMaxQtGroups];
-    float* partials; // [batch][heads][splits][2 * dk + dk * d]
-    float* context;  // [batch][heads][dkPad][contextColumns]
+    float* partials;       // [batch][heads][splits][2 * dk + dk * d]
+    float* context;        // [batch][heads][dkPad][contextColumns]
+    unsigned int* tickets; // [batch][heads]: reduction blocks done so far (zeroed before the reduction, splits > 1)
 };
 
 struct LinearAttentionPlan
@@ -102,8 +103,6 @@ struct LinearAttentionPlan
     int outputTokenTile;
     int outputThreads;
     size_t outputSharedBytes;
-    int combineThreads;
-    size_t combineSharedBytes;
     int splits;
     int tokensPerSplit;
 };
@@ -180,14 +179,13 @@ inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearA
         return false;
     }
     result.outputThreads = 256;
-    result.combineThreads = 256;
-    result.combineSharedBytes = 2 * static_cast<size_t>(featureDim) * sizeof(float);
     result.splits = linearSplits(tokens, &result.tokensPerSplit);
     *plan = result;
     return true;
 }
 
-//! Workspace: context then partials, each 256-byte aligned. Monotone in batch, heads, tokens and dims.
+//! Workspace: context, partials, then the reduction's tickets, each 256-byte aligned. Monotone in batch, heads,
+//! tokens and dims.
 inline size_t linearAttentionWorkspaceSize(int batch, int heads, int tokens, int headDim, int featureDim)
 {
     if (batch <= 0 || heads <= 0 || tokens <= 0 || headDim <= 0 || featureDim <= 0)
@@ -199,7 +197,8 @@ inline size_t linearAttentionWorkspaceSize(int batch, int heads, int tokens, int
     size_t const contextFloats = problems * roundUp4(featureDim) * roundUp4(headDim + 1);
     size_t const partialFloats
         = problems * splits * (2 * static_cast<size_t>(featureDim) + static_cast<size_t>(featureDim) * headDim);
-    return alignUp(contextFloats * sizeof(float)) + alignUp(partialFloats * sizeof(float));
+    return alignUp(contextFloats * sizeof(float)) + alignUp(partialFloats * sizeof(float))
+        + alignUp(problems * sizeof(unsigned int));
 }
 
 //! The quadratic-Taylor map [alpha x^2, linear x, gamma] of one head.
@@ -256,8 +255,119 @@ __device__ __forceinline__ void tileCoordinates(int index, int d, int tokenTile,
     }
 }
 
+/*
+ * Merges the splits' partials of (batch, head) into its context [dk rows][d + 1 columns, padded]; column d holds c
+ * (softmax: the partials rescaled by exp(m_s - M), the context divided by the normaliser once). Splits are added
+ * in split order, so the context has the same bits whichever block runs this. `shared`: >= 2 dk floats, free.
+ * The partials are read with ld.global.cg: other blocks stored them (and fenced) during this launch.
+ */
+template <FeatureMap kMap>
+__device__ void combineSplits(LinearAttentionParams const& p, int batch, int head, float* shared)
+{
+    int const d = p.headDim;
+    int const dk = p.featureDim;
+    int const featurePad = roundUp4(dk);
+    int const contextColumns = roundUp4(d + 1);
+    float* const finalMax = shared;
+    float* const finalSum = shared + dk;
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
+    float const* const partials = p.partials + problem * p.splits * partialStride;
+    float* const context = p.context + problem * featurePad * contextColumns;
+
+    for (int i = threadIdx.x; i < dk; i += blockDim.x)
+    {
+        float maximum = 0.0F;
+        if (kMap == FeatureMap::kSoftmax)
+        {
+            maximum = -INFINITY;
+#pragma unroll 1 // (unrolled, the loads in flight cost the reduction kernels spills)
+    #pragma unroll 1
+        for (int s = 0; s < p.splits; ++s)
+            {
+                maximum = fmaxf(maximum, __ldcg(partials + s * partialStride + i));
+            }
+        }
+        float sum = 0.0F;
+#pragma unroll 1
+        for (int s = 0; s < p.splits; ++s)
+        {
+            float const weight = kMap == FeatureMap::kSoftmax
+                ? exp2f((__ldcg(partials + s * partialStride + i) - maximum) * kLog2e)
+                : 1.0F;
+            sum += __ldcg(partials + s * partialStride + dk + i) * weight;
+        }
+        finalMax[i] = maximum;
+        finalSum[i] = sum;
+    }
+    __syncthreads();
+    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+    {
+        int const i = index / contextColumns;
+        int const j = index - i * contextColumns;
+        float value = 0.0F;
+        if (i < dk && j == d)
+        {
+            value = kMap == FeatureMap::kSoftmax ? 1.0F : finalSum[i];
+        }
+        else if (i < dk && j < d)
+        {
+            float sum = 0.0F;
+#pragma unroll 1 // (unrolled, the loads in flight cost the reduction kernels spills)
+    #pragma unroll 1
+        for (int s = 0; s < p.splits; ++s)
+            {
+                float const* const split = partials + s * partialStride;
+                float const weight
+                    = kMap == FeatureMap::kSoftmax ? exp2f((__ldcg(split + i) - finalMax[i]) * kLog2e) : 1.0F;
+                sum = fmaf(__ldcg(split + 2 * dk + i * d + j), weight, sum);
+            }
+            // softmax over tokens: divide by the normaliser once (it is >= 1 after max subtraction).
+            value = kMap == FeatureMap::kSoftmax ? sum / finalSum[i] : sum;
+        }
+        context[index] = value;
+    }
+}
+
+/*
+ * The end of every reduction block, after it stored its partial: the last block of (batch, head) to arrive merges
+ * all splits into the context (combineSplits, in split order: deterministic bit for bit whatever the arrival
+ * order), so no combine launch sits between the reduction and the output pass. Every thread fences its partial
+ * stores before thread 0 takes the ticket (release), and the last block fences again before it reads the other
+ * blocks' partials (acquire), the pattern of the CUDA programming guide's __threadfence() example. `shared`: the
+ * block's dynamic shared memory, >= 2 dk + 1 floats, no longer read by the caller. With one split the block is
+ * the last without a ticket (the launcher then leaves the tickets unset).
+ */
+template <FeatureMap kMap>
+__device__ void finishReduction(LinearAttentionParams const& p, int batch, int head, float* shared)
+{
+    if (p.splits > 1)
+    {
+        float* const isLast = shared + 2 * p.featureDim; // outside combineSplits' scratch
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0)
+        {
+            unsigned int const ticket = atomicAdd(p.tickets + static_cast<int64_t>(batch) * p.heads + head, 1U);
+            isLast[0] = ticket == static_cast<unsigned int>(p.splits - 1) ? 1.0F : 0.0F;
+        }
+        __syncthreads();
+        if (isLast[0] == 0.0F)
+        {
+            return; // uniform across the block
+        }
+        __threadfence();
+    }
+    else
+    {
+        __syncthreads(); // the caller's shared memory is free
+    }
+    combineSplits<kMap>(p, batch, head, shared);
+}
+
+//! One reduction block's work: the partial of token split `split` of (batch, head), then finishReduction.
 template <typename T, FeatureMap kMap, bool kTokenMajor>
-__global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams const p)
+__device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int split, int head, int batch)
 {
     float* const shared = sharedFloats();
     int const d = p.headDim;
@@ -275,9 +385,6 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
     float* const runningSum = runningMax + featurePad;       // [featurePad]
     float* const correction = runningSum + featurePad;       // [featurePad]
 
-    int const split = blockIdx.x;
-    int const head = blockIdx.y;
-    int const batch = blockIdx.z;
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
 
@@ -436,102 +543,50 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
                 }
             }
         }
-        return;
     }
-    float* const reduction = shared; // the token tile is no longer read (loop ended with a barrier)
-    if (gemmThread)
+    else
     {
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
+        float* const reduction = shared; // the token tile is no longer read (loop ended with a barrier)
+        if (gemmThread)
         {
 #pragma unroll
-            for (int c = 0; c < 4; ++c)
+            for (int r = 0; r < 4; ++r)
             {
-                reduction[(myGroup * featurePad + i0 + r) * valuePad + j0 + c] = acc[r][c];
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                {
+                    reduction[(myGroup * featurePad + i0 + r) * valuePad + j0 + c] = acc[r][c];
+                }
             }
         }
-    }
-    __syncthreads();
-    for (int index = threadIdx.x; index < dk * d; index += blockDim.x)
-    {
-        int const i = index / d;
-        int const j = index - i * d;
-        float sum = 0.0F;
-        for (int g = 0; g < groups; ++g)
+        __syncthreads();
+        for (int index = threadIdx.x; index < dk * d; index += blockDim.x)
         {
-            sum += reduction[(g * featurePad + i) * valuePad + j];
-        }
-        contextPartial[index] = sum;
-    }
-}
-
-template <FeatureMap kMap>
-__global__ void linearCombineKernel(LinearAttentionParams const p)
-{
-    float* const shared = sharedFloats();
-    int const d = p.headDim;
-    int const dk = p.featureDim;
-    int const featurePad = roundUp4(dk);
-    int const contextColumns = roundUp4(d + 1);
-    float* const finalMax = shared;
-    float* const finalSum = shared + dk;
-    int const head = blockIdx.x;
-    int const batch = blockIdx.y;
-    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
-    int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
-    float const* const partials = p.partials + problem * p.splits * partialStride;
-    float* const context = p.context + problem * featurePad * contextColumns;
-
-    for (int i = threadIdx.x; i < dk; i += blockDim.x)
-    {
-        float maximum = 0.0F;
-        if (kMap == FeatureMap::kSoftmax)
-        {
-            maximum = -INFINITY;
-            for (int s = 0; s < p.splits; ++s)
-            {
-                maximum = fmaxf(maximum, partials[s * partialStride + i]);
-            }
-        }
-        float sum = 0.0F;
-        for (int s = 0; s < p.splits; ++s)
-        {
-            float const weight
-                = kMap == FeatureMap::kSoftmax ? exp2f((partials[s * partialStride + i] - maximum) * kLog2e) : 1.0F;
-            sum += partials[s * partialStride + dk + i] * weight;
-        }
-        finalMax[i] = maximum;
-        finalSum[i] = sum;
-    }
-    __syncthreads();
-    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
-    {
-        int const i = index / contextColumns;
-        int const j = index - i * contextColumns;
-        float value = 0.0F;
-        if (i < dk && j == d)
-        {
-            value = kMap == FeatureMap::kSoftmax ? 1.0F : finalSum[i];
-        }
-        else if (i < dk && j < d)
-        {
+            int const i = index / d;
+            int const j = index - i * d;
             float sum = 0.0F;
-            for (int s = 0; s < p.splits; ++s)
+            for (int g = 0; g < groups; ++g)
             {
-                float const* const split = partials + s * partialStride;
-                float const weight
-                    = kMap == FeatureMap::kSoftmax ? exp2f((split[i] - finalMax[i]) * kLog2e) : 1.0F;
-                sum = fmaf(split[2 * dk + i * d + j], weight, sum);
+                sum += reduction[(g * featurePad + i) * valuePad + j];
             }
-            // softmax over tokens: divide by the normaliser once (it is >= 1 after max subtraction).
-            value = kMap == FeatureMap::kSoftmax ? sum / finalSum[i] : sum;
+            contextPartial[index] = sum;
         }
-        context[index] = value;
     }
+    finishReduction<kMap>(p, batch, head, shared);
 }
 
 template <typename T, FeatureMap kMap, bool kTokenMajor>
-__global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams const p)
+__global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams const p)
+{
+    reduceSplit<T, kMap, kTokenMajor>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+/*
+ * Output tiles `first` .. `end` - 1 of the whole launch (tile t: token tile t % tiles of problem t / tiles, problem =
+ * batch * heads + head), in order: the context is staged once per problem the range touches.
+ */
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int64_t first, int64_t end)
 {
     float* const shared = sharedFloats();
     int const d = p.headDim;
@@ -544,23 +599,31 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
     float* const context = phiT + featurePad * tokenTile;               // [featurePad][contextColumns]
     float* const staged = context + featurePad * contextColumns;        // [tokenTile][valuePad]
 
-    int const tileBegin = blockIdx.x * tokenTile;
-    int const head = blockIdx.y;
-    int const batch = blockIdx.z;
+    int const tilesPerProblem = ceilDiv(p.tokens, tokenTile);
+
+    for (int index = threadIdx.x; index < (featurePad - dk) * tokenTile; index += blockDim.x)
+    {
+        phiT[dk * tokenTile + index] = 0.0F; // padded feature rows stay zero
+    }
+    for (int64_t item = first; item < end; ++item)
+    {
+    int64_t const problem = item / tilesPerProblem;
+    int const tileBegin = static_cast<int>(item - problem * tilesPerProblem) * tokenTile;
+    int const head = static_cast<int>(problem % p.heads);
+    int const batch = static_cast<int>(problem / p.heads);
     int const count = min(tokenTile, p.tokens - tileBegin);
-    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
-    float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
     T const* __restrict__ qPtr = static_cast<T const*>(p.q) + inputHeadOffset(p, batch, head);
     T* __restrict__ outPtr = static_cast<T*>(p.out) + outputHeadOffset(p, batch, head);
     QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
-    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+    __syncthreads(); // the previous tile's staged output has been stored
+    if (item == first || tileBegin == 0) // a new problem (uniform across the block)
     {
-        context[index] = contextGlobal[index];
-    }
-    for (int index = threadIdx.x; index < (featurePad - dk) * tokenTile; index += blockDim.x)
-    {
-        phiT[dk * tokenTile + index] = 0.0F;
+        float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
+        for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+        {
+            context[index] = contextGlobal[index];
+        }
     }
     for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
     {
@@ -660,6 +723,42 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
                 = fromFloat<T>(staged[n * valuePad + c]);
         }
     }
+    }
+}
+
+//! The first output tile of block `block` of `blocks` over `items` tiles: contiguous, balanced ranges.
+__device__ __forceinline__ int64_t blockFirstItem(int64_t items, int block, int blocks)
+{
+    return items * block / blocks;
+}
+
+/*
+ * Persistent output pass: a 1-D grid of at most one wave of blocks (linearOutputBlocks), each taking a contiguous
+ * range of the launch's (problem, token tile) items, so a block stages a problem's context once for all its tiles
+ * of that problem instead of once per tile.
+ */
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams const p, int64_t items)
+{
+    outputTiles<T, kMap, kTokenMajor>(
+        p, blockFirstItem(items, blockIdx.x, gridDim.x), blockFirstItem(items, blockIdx.x + 1, gridDim.x));
+}
+
+/*
+ * One block per (batch, head) when the head's tokens are one split (N <= 256: 224's stages 3 and 4): the reduction,
+ * the context (finishReduction without a ticket) and every output tile of the head in one launch; the context goes
+ * through the workspace (L2) between the two phases of the same block.
+ */
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__global__ void __launch_bounds__(1024) linearFusedKernel(LinearAttentionParams const p)
+{
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    reduceSplit<T, kMap, kTokenMajor>(p, 0, head, batch);
+    __syncthreads(); // the context stores of this block are visible to it
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const tiles = ceilDiv(p.tokens, p.outputTokenTile);
+    outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, (problem + 1) * tiles);
 }
 
 //! The workspace (the context, then the per-split partials) and the token splits of `plan`, shared by both paths.
@@ -668,23 +767,67 @@ inline void setLinearAttentionWorkspace(
 {
     size_t const contextBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.featurePad
         * plan.contextColumns * sizeof(float));
+    size_t const partialBytes = alignUp(static_cast<size_t>(batch) * params.heads * plan.splits
+        * (2 * static_cast<size_t>(params.featureDim) + static_cast<size_t>(params.featureDim) * params.headDim)
+        * sizeof(float));
     params.context = static_cast<float*>(workspace);
     params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
+    params.tickets = reinterpret_cast<unsigned int*>(static_cast<char*>(workspace) + contextBytes + partialBytes);
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
 }
 
-//! The combine launch between either path's reduction and output passes.
-template <FeatureMap kMap>
-int launchLinearCombine(LinearAttentionParams const& params, LinearAttentionPlan const& plan, int batch,
-    cudaStream_t stream, char const* function)
+//! Zeroes the reduction's tickets (the workspace holds garbage between enqueues) when it has several splits: a
+//! memset node on the stream, capturable in a CUDA graph like the kernels.
+inline int resetLinearTickets(LinearAttentionParams const& params, int batch, cudaStream_t stream, char const* function)
 {
-    dim3 const combineGrid(params.heads, batch);
-    linearCombineKernel<kMap><<<combineGrid, plan.combineThreads, plan.combineSharedBytes, stream>>>(params);
-    return checkLaunch(function, "linearCombineKernel");
+    if (params.splits <= 1)
+    {
+        return EDGEATTN_STATUS_SUCCESS;
+    }
+    cudaError_t const error
+        = cudaMemsetAsync(params.tickets, 0, static_cast<size_t>(batch) * params.heads * sizeof(unsigned int), stream);
+    if (error != cudaSuccess)
+    {
+        cudaGetLastError();
+        return fail(EDGEATTN_STATUS_CUDA_ERROR, function, "cudaMemsetAsync of the reduction tickets failed: %s",
+            cudaGetErrorString(error));
+    }
+    return EDGEATTN_STATUS_SUCCESS;
 }
 
-//! Enqueues the three kernels. The caller has validated shapes, the plan and the workspace.
+/*
+ * Blocks of a persistent pass of `kernel` over `items` work items: one wave (the blocks of `threads` threads and
+ * `sharedBytes` of dynamic shared memory that are resident on the device at once, by the occupancy calculator), at
+ * most one block per item. A failed query counts one block per multiprocessor (and 1024 multiprocessors without a
+ * device: the launch then reports the real error).
+ */
+template <typename Kernel>
+int persistentBlocks(Kernel* kernel, int threads, size_t sharedBytes, int64_t items)
+{
+    int device = 0;
+    int multiprocessors = 0;
+    int perMultiprocessor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess
+        || cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess
+        || multiprocessors <= 0)
+    {
+        cudaGetLastError();
+        multiprocessors = 1024;
+    }
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor, kernel, threads, sharedBytes)
+            != cudaSuccess
+        || perMultiprocessor <= 0)
+    {
+        cudaGetLastError();
+        perMultiprocessor = 1;
+    }
+    int64_t const wave = static_cast<int64_t>(multiprocessors) * perMultiprocessor;
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(items, wave)));
+}
+
+//! One launch (linearFusedKernel) when every head is one split, else the tickets' memset, the reduction and the
+//! persistent output pass. The caller has validated shapes, the plan and the workspace.
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
     cudaStream_t stream, char const* function)
@@ -694,21 +837,31 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     params.reduceGroups = plan.reduceGroups;
     params.outputTokenTile = plan.outputTokenTile;
 
-    dim3 const reduceGrid(plan.splits, params.heads, batch);
-    linearReduceKernel<T, kMap, kTokenMajor>
-        <<<reduceGrid, plan.reduceThreads, plan.reduceSharedBytes, stream>>>(params);
-    int status = checkLaunch(function, "linearReduceKernel");
-    if (status == EDGEATTN_STATUS_SUCCESS)
+    if (plan.splits == 1)
     {
-        status = launchLinearCombine<kMap>(params, plan, batch, stream, function);
+        dim3 const fusedGrid(params.heads, batch);
+        linearFusedKernel<T, kMap, kTokenMajor><<<fusedGrid, plan.reduceThreads,
+            std::max(plan.reduceSharedBytes, plan.outputSharedBytes), stream>>>(params);
+        return checkLaunch(function, "linearFusedKernel");
     }
+    int status = resetLinearTickets(params, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
     }
-    dim3 const outputGrid(ceilDiv(params.tokens, plan.outputTokenTile), params.heads, batch);
+    dim3 const reduceGrid(plan.splits, params.heads, batch);
+    linearReduceKernel<T, kMap, kTokenMajor>
+        <<<reduceGrid, plan.reduceThreads, plan.reduceSharedBytes, stream>>>(params);
+    status = checkLaunch(function, "linearReduceKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    int64_t const items = static_cast<int64_t>(batch) * params.heads * ceilDiv(params.tokens, plan.outputTokenTile);
+    int const blocks = persistentBlocks(
+        linearOutputKernel<T, kMap, kTokenMajor>, plan.outputThreads, plan.outputSharedBytes, items);
     linearOutputKernel<T, kMap, kTokenMajor>
-        <<<outputGrid, plan.outputThreads, plan.outputSharedBytes, stream>>>(params);
+        <<<blocks, plan.outputThreads, plan.outputSharedBytes, stream>>>(params, items);
     return checkLaunch(function, "linearOutputKernel");
 }
 

@@ -1,6 +1,6 @@
 /*
  * Tensor-core path (sm_80+, FP16 I/O) of the linear-attention passes of common/linearAttention.cuh: the same math,
- * the same three launches and the same workspace, with both products on mma.sync m16n8k16 (f16 in, FP32 accumulate).
+ * the same two launches and the same workspace, with both products on mma.sync m16n8k16 (f16 in, FP32 accumulate).
  *
  *   1. linearReduceMmaKernel   grid (splits, heads, batch): per token tile, phi(K)^T [V | 1] as mma tiles. The ones
  *      column appended to V makes the token-axis sum l = sum_n phi(k_n) come out of the same products (column d),
@@ -8,15 +8,16 @@
  *      statistics are fused into the staging of each tile: EFFATT's per-feature running max over tokens (the
  *      accumulator rows rescaled by exp(m_old - m_new), as in the scalar kernel), and for the quadratic-Taylor map a
  *      per-feature power-of-two scale (rows rescaled when a tile brings larger features) so no FP32 feature value can
- *      overflow f16. Writes the scalar kernel's partials (max, sum, context), so the combine is shared.
- *   2. linearCombineKernel     the scalar combine (splits -> context [dk][d + 1], normaliser in column d).
- *   3. linearOutputMmaKernel   grid (token-tile groups, heads, batch), 4 warps x 16 tokens per tile: phi(Q) tile
+ *      overflow f16. Writes the scalar kernel's partials (max, sum, context); the last block of a (batch, head) to
+ *      arrive merges them into the context [dk][d + 1] (normaliser in column d) with the scalar kernel's
+ *      finishReduction, in split order.
+ *   2. linearOutputMmaKernel   grid (token-tile groups, heads, batch), 4 warps x 16 tokens per tile: phi(Q) tile
  *      times the context, numerator and denominator from one product (column d), divided in FP32, staged for
  *      coalesced stores. The context is split once per block with a power-of-two scale per column.
  *
- * Passes over the token data: K and V are read once (launch 1), Q read and the output written once (launch 3), the
- * minimum for linear attention (the context needs every token of K and V before any output row exists). The combine
- * reads only the per-split partials (splits x dk x (d + 2) floats per head).
+ * Passes over the token data: K and V are read once (launch 1), Q read and the output written once (launch 2), the
+ * minimum for linear attention (the context needs every token of K and V before any output row exists). The merge
+ * reads only the per-split partials (splits x dk x (d + 2) floats per head), once, in the last block.
  *
  * Numerics (common/splitTensorCore.cuh): ReLU features and V are exact f16 values, so phi(K)^T V is exact products
  * with FP32 accumulation; softmax numerators (scaled by 2^14), QT features and the FP32 context are split into
@@ -39,6 +40,9 @@ constexpr int kLinearMmaMaxValueTiles = 9; // d + 1 <= 72
 constexpr int kLinearMmaOutputTile = 64;   // tokens per output tile: 4 warps x 16 rows
 constexpr int kLinearMmaOutputThreads = 128;
 constexpr int kLinearMmaMaxReduceThreads = 288;
+//! Blocks per multiprocessor the reduction and fused kernels are compiled for: with the thread bound alone nvcc 13
+//! aims at 3 blocks (72 registers) and spills the merge's live values; 2 blocks leave them 113.
+constexpr int kLinearMmaReduceMinBlocks = 2;
 
 struct LinearMmaPlan
 {
@@ -50,8 +54,6 @@ struct LinearMmaPlan
     int reduceThreads;
     int reduceTokenTile;
     size_t reduceSharedBytes;
-    int outputTilesPerBlock;
-    int outputBlocks;
     size_t outputSharedBytes;
 };
 
@@ -157,10 +159,6 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
     {
         return false;
     }
-    // Up to 4 tiles (256 tokens) per block share one split of the context; with few tiles, one each.
-    int const tiles = ceilDiv(tokens, kLinearMmaOutputTile);
-    result.outputTilesPerBlock = std::max(1, std::min(4, tiles / 8));
-    result.outputBlocks = ceilDiv(tiles, result.outputTilesPerBlock);
     *plan = result;
     return true;
 }
@@ -210,10 +208,12 @@ __device__ __forceinline__ float featureRowUnscale(float rowState)
     return rowState > 0.0F ? 1.0F / rowState : 0.0F;
 }
 
-template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKernel(LinearAttentionParams const p)
-{
 #if EDGEATTN_MMA_AVAILABLE
+//! One reduction block's work on tensor cores: the partial of token split `split` of (batch, head), then
+//! finishReduction.
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, int split, int head, int batch)
+{
     constexpr bool kSplit = kMap != FeatureMap::kRelu;
     int const d = p.headDim;
     int const dk = p.featureDim;
@@ -235,9 +235,6 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
     int const warp = threadIdx.x >> 5;
     int const featureTile = warp % p.mmaFeatureTiles;
     int const group = warp / p.mmaFeatureTiles;
-    int const split = blockIdx.x;
-    int const head = blockIdx.y;
-    int const batch = blockIdx.z;
     int const begin = split * p.tokensPerSplit;
     int const end = min(p.tokens, begin + p.tokensPerSplit);
 
@@ -454,13 +451,28 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads) linearReduceMmaKer
             partial[j < d ? 2 * dk + i * d + j : dk + i] = sum * featureRowUnscale<kMap>(rowState[i]);
         }
     }
-#endif // EDGEATTN_MMA_AVAILABLE
+    finishReduction<kMap>(p, batch, head, shared);
 }
+#endif // EDGEATTN_MMA_AVAILABLE
 
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel(LinearAttentionParams const p)
+__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMinBlocks)
+    linearReduceMmaKernel(LinearAttentionParams const p)
 {
 #if EDGEATTN_MMA_AVAILABLE
+    reduceSplitMma<kMap, kTokenMajor, kValueTiles>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+#endif
+}
+
+/*
+ * Output tiles `first` .. `end` - 1 of the launch (tile t: token tile t % tiles of problem t / tiles), in order, by
+ * the first 4 warps of the block (warps beyond take no part in the products; a fused block has more). The context
+ * is staged and split once per problem the range touches.
+ */
+#if EDGEATTN_MMA_AVAILABLE
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, int64_t first, int64_t end)
+{
     constexpr bool kSplitQuery = kMap != FeatureMap::kRelu;
     constexpr int kTile = kLinearMmaOutputTile;
     int const d = p.headDim;
@@ -479,64 +491,64 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
 
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
-    int const head = blockIdx.y;
-    int const batch = blockIdx.z;
     int const contextColumns = roundUp4(d + 1);
-    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
-    float const* const contextGlobal = p.context + problem * roundUp4(dk) * contextColumns;
-    __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + inputHeadOffset(p, batch, head);
-    __half* __restrict__ outPtr = static_cast<__half*>(p.out) + outputHeadOffset(p, batch, head);
-    QtCoefficients const qt = qtCoefficients<kMap>(p, head);
-
-    // The context split once per block, with a power-of-two scale per column (numerator columns and the
-    // normaliser column d have unrelated magnitudes). Column maxima of |x| by atomicMax on the bit patterns
-    // (ordered like the values for x >= 0; the maximum does not depend on the order), over coalesced reads.
-    unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
-    for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
-    {
-        columnMaxBits[j] = 0U;
-    }
-    for (int index = threadIdx.x; index < layout.queryHalves * (kSplitQuery ? 2 : 1) / 2; index += blockDim.x)
-    {
-        reinterpret_cast<float*>(queryHigh)[index] = 0.0F; // padded feature rows stay zero
-    }
-    __syncthreads();
-    for (int index = threadIdx.x; index < dk * contextColumns; index += blockDim.x)
-    {
-        int const j = index % contextColumns;
-        if (j <= d)
-        {
-            atomicMax(columnMaxBits + j, __float_as_uint(fabsf(contextGlobal[index])));
-        }
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
-    {
-        columnScale[j] = splitScale(__uint_as_float(columnMaxBits[j]));
-    }
-    __syncthreads();
-    for (int index = threadIdx.x; index < featureRows * valueColumns; index += blockDim.x)
-    {
-        int const i = index / valueColumns;
-        int const j = index - i * valueColumns;
-        float const value = i < dk && j <= d ? contextGlobal[i * contextColumns + j] * columnScale[j] : 0.0F;
-        int const at = i * layout.contextStride + j;
-        splitHalf(value, contextHigh + at, contextLow + at);
-    }
+    int const tilesPerProblem = ceilDiv(p.tokens, kTile);
     __half const zero = __float2half_rn(0.0F);
     // C-fragment position of the denominator (column d): value tile, element within the row pair, source lane
     int const denominatorTile = d >> 3;
     int const denominatorElement = d & 1;
     int const denominatorLane = (lane & ~3) | ((d & 7) >> 1);
-    float const denominatorInverseScale = 1.0F / columnScale[d];
 
-    for (int tileIndex = 0; tileIndex < p.outputTilesPerBlock; ++tileIndex)
+    for (int index = threadIdx.x; index < layout.queryHalves * (kSplitQuery ? 2 : 1) / 2; index += blockDim.x)
     {
-        int const tileBegin = (blockIdx.x * p.outputTilesPerBlock + tileIndex) * kTile;
-        if (tileBegin >= p.tokens)
+        reinterpret_cast<float*>(queryHigh)[index] = 0.0F; // padded feature rows stay zero
+    }
+    for (int64_t item = first; item < end; ++item)
+    {
+        int64_t const problem = item / tilesPerProblem;
+        int const tileBegin = static_cast<int>(item - problem * tilesPerProblem) * kTile;
+        int const head = static_cast<int>(problem % p.heads);
+        int const batch = static_cast<int>(problem / p.heads);
+        __half const* __restrict__ qPtr = static_cast<__half const*>(p.q) + inputHeadOffset(p, batch, head);
+        __half* __restrict__ outPtr = static_cast<__half*>(p.out) + outputHeadOffset(p, batch, head);
+        QtCoefficients const qt = qtCoefficients<kMap>(p, head);
+        if (item == first || tileBegin == 0) // a new problem (uniform across the block)
         {
-            break; // uniform across the block
+            // The context split with a power-of-two scale per column (numerator columns and the normaliser column
+            // d have unrelated magnitudes). Column maxima of |x| by atomicMax on the bit patterns (ordered like the
+            // values for x >= 0; the maximum does not depend on the order), over coalesced reads.
+            float const* const contextGlobal = p.context + problem * roundUp4(dk) * contextColumns;
+            unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
+            __syncthreads(); // the previous tile is done with the context split and the column scales
+            for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
+            {
+                columnMaxBits[j] = 0U;
+            }
+            __syncthreads();
+            for (int index = threadIdx.x; index < dk * contextColumns; index += blockDim.x)
+            {
+                int const j = index % contextColumns;
+                if (j <= d)
+                {
+                    atomicMax(columnMaxBits + j, __float_as_uint(fabsf(contextGlobal[index])));
+                }
+            }
+            __syncthreads();
+            for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
+            {
+                columnScale[j] = splitScale(__uint_as_float(columnMaxBits[j]));
+            }
+            __syncthreads();
+            for (int index = threadIdx.x; index < featureRows * valueColumns; index += blockDim.x)
+            {
+                int const i = index / valueColumns;
+                int const j = index - i * valueColumns;
+                float const value = i < dk && j <= d ? contextGlobal[i * contextColumns + j] * columnScale[j] : 0.0F;
+                int const at = i * layout.contextStride + j;
+                splitHalf(value, contextHigh + at, contextLow + at);
+            }
         }
+    {
         int const count = min(kTile, p.tokens - tileBegin);
         __syncthreads(); // the previous tile's output staging has been stored (and the context split is visible)
         for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
@@ -657,7 +669,7 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
                 float const denominator = __shfl_sync(0xffffffffU, denominatorOwn[half], denominatorLane);
                 int const row = rowBase + mma::cRow(lane, 2 * half);
                 float const scale = kMap == FeatureMap::kRelu ? 1.0F : rowScale[row];
-                float const inverse = 1.0F / (denominator * denominatorInverseScale + scale * p.eps);
+                float const inverse = 1.0F / (denominator / columnScale[d] + scale * p.eps);
 #pragma unroll
                 for (int t = 0; t < kValueTiles; ++t)
                 {
@@ -688,28 +700,69 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel
             }
         }
     }
+    }
+}
 #endif // EDGEATTN_MMA_AVAILABLE
+
+//! Persistent output pass on tensor cores: one wave of 4-warp blocks over contiguous ranges of the launch's
+//! (problem, token tile) items (the context split once per problem a block touches).
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel(
+    LinearAttentionParams const p, int64_t items)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    outputTilesMma<kMap, kTokenMajor, kValueTiles>(
+        p, blockFirstItem(items, blockIdx.x, gridDim.x), blockFirstItem(items, blockIdx.x + 1, gridDim.x));
+#endif
+}
+
+//! linearFusedKernel on tensor cores: one block per (batch, head) of one token split, the reduction's warps (at
+//! least 4) then the output pass's first 4 warps.
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMinBlocks)
+    linearFusedMmaKernel(LinearAttentionParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    int const head = blockIdx.x;
+    int const batch = blockIdx.y;
+    reduceSplitMma<kMap, kTokenMajor, kValueTiles>(p, 0, head, batch);
+    __syncthreads(); // the context stores of this block are visible to it
+    int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
+    int64_t const tiles = ceilDiv(p.tokens, kLinearMmaOutputTile);
+    outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);
+#endif
 }
 
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
 int launchLinearAttentionMmaTiles(LinearAttentionParams const& params, LinearAttentionPlan const& plan,
     LinearMmaPlan const& mmaPlan, int batch, cudaStream_t stream, char const* function)
 {
-    dim3 const reduceGrid(params.splits, params.heads, batch);
-    linearReduceMmaKernel<kMap, kTokenMajor, kValueTiles>
-        <<<reduceGrid, mmaPlan.reduceThreads, mmaPlan.reduceSharedBytes, stream>>>(params);
-    int status = checkLaunch(function, "linearReduceMmaKernel");
-    if (status == EDGEATTN_STATUS_SUCCESS)
+    if (params.splits == 1 && mmaPlan.reduceThreads >= kLinearMmaOutputThreads)
     {
-        status = launchLinearCombine<kMap>(params, plan, batch, stream, function);
+        dim3 const fusedGrid(params.heads, batch);
+        linearFusedMmaKernel<kMap, kTokenMajor, kValueTiles><<<fusedGrid, mmaPlan.reduceThreads,
+            std::max(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes), stream>>>(params);
+        return checkLaunch(function, "linearFusedMmaKernel");
     }
+    int status = resetLinearTickets(params, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;
     }
-    dim3 const outputGrid(mmaPlan.outputBlocks, params.heads, batch);
+    dim3 const reduceGrid(params.splits, params.heads, batch);
+    linearReduceMmaKernel<kMap, kTokenMajor, kValueTiles>
+        <<<reduceGrid, mmaPlan.reduceThreads, mmaPlan.reduceSharedBytes, stream>>>(params);
+    status = checkLaunch(function, "linearReduceMmaKernel");
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    int64_t const items
+        = static_cast<int64_t>(batch) * params.heads * ceilDiv(params.tokens, kLinearMmaOutputTile);
+    int const blocks = persistentBlocks(linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>,
+        kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, items);
     linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>
-        <<<outputGrid, kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, stream>>>(params);
+        <<<blocks, kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, stream>>>(params, items);
     return checkLaunch(function, "linearOutputMmaKernel");
 }
 
@@ -726,7 +779,6 @@ int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan c
     params.mmaValueColumns = mmaPlan.valueColumns;
     params.mmaFeatureTiles = mmaPlan.featureTiles;
     params.mmaValueTiles = mmaPlan.valueTiles;
-    params.outputTilesPerBlock = mmaPlan.outputTilesPerBlock;
     // value tiles as a template argument, so the accumulators stay in registers
     if (mmaPlan.valueTiles <= 3)
     {

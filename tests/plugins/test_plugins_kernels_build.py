@@ -173,8 +173,8 @@ def cuobjdump(nvcc):
 
 TENSOR_CORE_SASS = re.compile(r"\b(HMMA|LDSM)\b")
 #: the tensor-core kernels of EFFATT / LiteMLA (common/linearAttentionTensorCore.cuh) and SOFT
-LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "softNewtonMmaKernel",
-                               "softPass1MmaKernel", "softPass2MmaKernel")
+LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "linearFusedMmaKernel",
+                               "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel")
 
 
 def test_sass_has_tensor_core_instructions_on_sm87_and_sm90_only(kernels_build, cuobjdump):
@@ -276,7 +276,7 @@ NO_GPU = pytest.mark.skipif(os.path.exists("/dev/nvidia0") or os.path.exists("/d
 def test_launch_failure_without_a_gpu_is_reported_not_crashed(kernels):
     status = kernels.efficient_attention(FAKE, FAKE, FAKE, FAKE, 1, 64, 64, 2, FAKE, 1 << 30, check=False)
     assert status == kernels_abi.STATUS_CUDA_ERROR
-    assert "linearReduceKernel" in kernels.last_error()
+    assert "linearFusedKernel" in kernels.last_error()  # N = 64: one split, one fused launch
 
 
 @NO_GPU
@@ -444,8 +444,8 @@ def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(kernels_build):
 
 
 @pytest.mark.parametrize("source, kernels", [
-    ("efficientAttention/efficientAttentionKernel.cu", 6),  # reduce + output x 3 value-tile counts
-    ("liteMLA/liteMLAKernel.cu", 12),                       # the same for ReLU and quadratic Taylor
+    ("efficientAttention/efficientAttentionKernel.cu", 9),  # reduce + output + fused x 3 value-tile counts
+    ("liteMLA/liteMLAKernel.cu", 18),                       # the same for ReLU and quadratic Taylor
     ("softKernelAttention/softKernelAttentionKernel.cu", 5),  # Newton + pass 1 / pass 2 x 2 value-tile counts
 ])
 def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(kernels_build, source, kernels):

@@ -429,7 +429,7 @@ def test_a_device_fault_is_sticky_like_a_corrupted_cuda_context(kernels):
     status = kernels.efficient_attention(out.ctypes.data, out.ctypes.data, out.ctypes.data, out.ctypes.data, 1, 4,
                                          4, 1, workspace.ctypes.data, nbytes, check=False)
     assert status == kernels_abi.STATUS_CUDA_ERROR
-    assert "linearReduceKernel" in kernels.last_error() and "invalid memory access" in kernels.last_error()
+    assert "linearFusedKernel" in kernels.last_error() and "invalid memory access" in kernels.last_error()
     kernels.reset()
     assert kernels.emu.edgeattn_emu_selftest_shuffle(_p(out), 64) == 0
 
@@ -877,6 +877,15 @@ def run_efficient(kernels, q, k, v, heads, misaligned=False):
     return log
 
 
+def linear_first_launch(tokens, heads, batch):
+    """The linear-attention passes' first launch: one fused block per (head, batch) when the head's tokens are one
+    split of 256, else the reduction over (splits, heads, batch)."""
+    splits = -(-tokens // 256)
+    if splits == 1:
+        return "linearFused", "grid=({},{},1)".format(heads, batch)
+    return "linearReduce", "grid=({},{},{})".format(splits, heads, batch)
+
+
 def effatt_inputs(batch, tokens, channels, dtype):
     return [random_tensor((batch, tokens, channels), dtype, 2.0, seed=20 + i) for i in range(3)]
 
@@ -899,8 +908,8 @@ def test_efficient_attention_matches_reference(kernels, dtype, case):
     label, batch, tokens, channels, heads, misaligned = case
     q, k, v = effatt_inputs(batch, tokens, channels, dtype)
     log = run_efficient(kernels, q, k, v, heads, misaligned)
-    splits = -(-tokens // 256)
-    assert "linearReduceKernel" in log[0] and "grid=({},{},{})".format(splits, heads, batch) in log[0], log
+    name, grid = linear_first_launch(tokens, heads, batch)
+    assert log[0].startswith(name + "Kernel") and grid in log[0], log
 
 
 def test_efficient_attention_past_the_split_cap(kernels):

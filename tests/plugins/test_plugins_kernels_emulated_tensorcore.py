@@ -22,8 +22,8 @@ from edgeattn.ops.soft import gaussian_kernel, newton_pinv  # noqa: E402
 from edgeattn.plugins import kernels_abi  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
     CAPABILITIES, CAPABILITY_IDS, EFFATT_CASES, LITE_MLA_CASES, SOFT_CASES, effatt_inputs, emulated_kernels,
-    emulated_library, kernels, lite_mla_case_inputs, planted_bug_failure, planted_kernels, planted_variant,
-    random_tensor, run_efficient, run_lite_mla, run_soft, soft_inputs)
+    emulated_library, kernels, linear_first_launch, lite_mla_case_inputs, planted_bug_failure, planted_kernels,
+    planted_variant, random_tensor, run_efficient, run_lite_mla, run_soft, soft_inputs)
 
 TENSOR_CORE = (8, 7)
 
@@ -39,10 +39,13 @@ def uses_tensor_cores(capability):
 
 
 def assert_linear_kernels(log, tensor_cores, label):
+    """One fused launch when every head is one token split (N <= 256), else the reduction (whose last block per head
+    merges the splits) and the persistent output pass."""
     names = [record.split(" ")[0].split("<")[0] for record in log]
-    expected = (["linearReduceMmaKernel", "linearCombineKernel", "linearOutputMmaKernel"] if tensor_cores
-                else ["linearReduceKernel", "linearCombineKernel", "linearOutputKernel"])
-    assert names == expected, (label, log)
+    mma = "Mma" if tensor_cores else ""
+    fused = ["linearFused{}Kernel".format(mma)]
+    split = ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)]
+    assert names in (fused, split), (label, log)
 
 
 def assert_soft_kernels(log, tensor_cores, landmarks, label):
@@ -83,7 +86,7 @@ def test_efficient_attention_fp16_both_paths(kernels, case, capability):
     log = run_efficient(kernels, *effatt_inputs(batch, tokens, channels, torch.float16), heads=heads,
                         misaligned=misaligned)
     assert_linear_kernels(log, uses_tensor_cores(capability), label)
-    assert "grid=({},{},{})".format(-(-tokens // 256), heads, batch) in log[0], log
+    assert linear_first_launch(tokens, heads, batch)[1] in log[0], log
 
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
@@ -268,10 +271,10 @@ def test_linear_and_soft_launchers_pick_the_path_by_compute_capability(kernels, 
     workspace = torch.zeros(1 << 16)
     qkv = random_tensor((1, 96, 4, 4), torch.float16)
     calls = [
-        ("linearReduceMmaKernel", lambda: kernels.efficient_attention(
+        ("linearFusedMmaKernel", lambda: kernels.efficient_attention(
             q.data_ptr(), q.data_ptr(), q.data_ptr(), out.data_ptr(), 1, 64, 32, 1, workspace.data_ptr(), 1 << 18,
             dtype="float16", check=False)),
-        ("linearReduceMmaKernel", lambda: kernels.lite_mla(
+        ("linearFusedMmaKernel", lambda: kernels.lite_mla(
             qkv.data_ptr(), out.data_ptr(), 1, 96, 4, 4, 16, workspace.data_ptr(), 1 << 18, kernel="quadratic_taylor",
             dtype="float16", check=False)),
         ("softNewtonMmaKernel", lambda: kernels.soft_kernel_attention(

@@ -473,6 +473,22 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, Function* func
     return cuda_emu::detail::functionAttributes(attributes, reinterpret_cast<void const*>(function));
 }
 
+//! The emulated multiprocessor holds 2048 threads and 64 KiB of shared memory (the smallest of the sm_53+ GPUs;
+//! registers are not modelled): the blocks of that size and shared memory that fit it, at least 1.
+template <typename Function>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    int* numBlocks, Function* /*function*/, int blockSize, size_t dynamicSMemSize)
+{
+    if (numBlocks == nullptr || blockSize <= 0)
+    {
+        return cudaErrorInvalidValue;
+    }
+    int const byThreads = 2048 / blockSize;
+    int const byShared = dynamicSMemSize > 0 ? static_cast<int>((64 * 1024) / dynamicSMemSize) : byThreads;
+    *numBlocks = byThreads < byShared ? byThreads : byShared;
+    return cudaSuccess;
+}
+
 // ---- execution model -------------------------------------------------------------------------------------------
 namespace cuda_emu
 {

@@ -1,0 +1,194 @@
+"""The launch structure of the linear-attention passes (EFFATT, LiteMLA ReLU / quadratic Taylor), run on the CPU by the
+CUDA emulation: the context merged by the last reduction block to arrive (a ticket counter, no combine launch), one
+fused block per (batch, head) when the head is one token split, and the persistent output pass.
+
+The merge adds the splits in split order, so the output must have the same bits whichever block arrives last: each
+case runs with the blocks in index order, reversed, and in seeded pseudo-random orders (the emulator's
+``edgeattn_emu_set_block_order``), warp-greedy and round-robin, on the scalar (sm_53) and tensor-core (sm_87) paths,
+against the PyTorch reference with the GPU tests' FP16 criterion. A variant of the kernels with bugs planted in the
+new paths (selectable at run time, so one extra build covers them all) must fail: the first block to arrive merging
+instead of the last, the tickets not reset, the fused block writing only its first output tile, and a persistent
+block keeping the first problem's context for the next problem.
+"""
+import ctypes
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
+from kernel_reference_check import assert_matches_reference  # noqa: E402
+from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
+    CAPABILITIES, CAPABILITY_IDS, Buffers, _bits, dtype_name, effatt_inputs, emulated_kernels, emulated_library,
+    kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient, run_lite_mla)
+from edgeattn.plugins import kernels_abi  # noqa: E402
+
+#: (reverse, round_robin, block-order seed): index order, reversed, three permutations (one round-robin)
+ORDERS = ((False, False, 0), (True, False, 0), (False, False, 1), (False, False, 2), (False, True, 3))
+
+
+def launch_names(log):
+    return [record.split(" ")[0].split("<")[0] for record in log]
+
+
+def run_in_every_order(kernels, launch, label):
+    """``launch(buffers) -> (status, output)`` under every ORDERS entry; returns the output, which must have the same
+    bits in each, and the launch log."""
+    outputs = []
+    for reverse, round_robin, seed in ORDERS:
+        kernels.reset()
+        kernels.set_schedule(reverse, round_robin)
+        kernels.set_block_order(seed)
+        buffers = Buffers()
+        status, out = launch(buffers)
+        assert status == kernels_abi.STATUS_SUCCESS, (label, status, kernels.last_error(), kernels.fault())
+        buffers.check(label)
+        assert not torch.isnan(out).any(), "{}: output elements left unwritten (or NaN)".format(label)
+        outputs.append((out.clone(), list(kernels.launches())))
+    first, log = outputs[0]
+    for (reverse, round_robin, seed), (out, _) in zip(ORDERS[1:], outputs[1:]):
+        assert torch.equal(_bits(first), _bits(out)), (
+            "{}: the output depends on the block arrival order (reverse={}, round_robin={}, seed={})".format(
+                label, reverse, round_robin, seed))
+    kernels.set_block_order(0)
+    return first, log
+
+
+def efficient_launch(kernels, q, k, v, heads):
+    batch, tokens, channels = q.shape
+    nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
+
+    def launch(buffers):
+        qb, kb, vb = (buffers.input(t) for t in (q, k, v))
+        out = buffers.output(q.shape, q.dtype)
+        status = kernels.efficient_attention(ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, tokens, channels, heads,
+                                             buffers.workspace(nbytes), nbytes, dtype=dtype_name(q.dtype),
+                                             check=False)
+        return status, out
+
+    return launch
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, capability):
+    """N = 1000 (4 splits per head), 2 heads, batch 2, FP16: 16 reduction blocks arrive in five orders, the last of
+    each head merges its 4 partials; the output pass's persistent blocks span several heads. (The FP32 I/O runs the
+    same scalar kernels; N = 3136's 13 splits are covered by the reference tests.)"""
+    dtype = torch.float16
+    kernels.set_compute_capability(*capability)
+    q, k, v = effatt_inputs(2, 1000, 64, dtype)
+    label = "effatt N=1000 sm{}{}".format(*capability)
+    out, log = run_in_every_order(kernels, efficient_launch(kernels, q, k, v, 2), label)
+    mma = "Mma" if capability >= (8, 0) else ""
+    assert launch_names(log) == ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)], log
+    assert "grid=(4,2,2)" in log[0], log
+    assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=2), [q, k, v], dtype,
+                             label)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("kernel", ["relu", "quadratic_taylor"])
+def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, capability, kernel):
+    """LiteMLA on a 23 x 23 map (529 tokens: 3 splits), 2 groups, batch 2, FP16."""
+    kernels.set_compute_capability(*capability)
+    case = ("orders", kernel, 16, 2, 2, 23, 23, "group")
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(case)
+    batch, channels_in, height, width = qkv.shape
+    nbytes = kernels.lite_mla_workspace_size(batch, channels_in, height, width, 16, kernel)
+
+    def launch(buffers):
+        qkv_b = buffers.input(qkv)
+        out = buffers.output((batch, channels_in // 3, height, width), qkv.dtype)
+        status = kernels.lite_mla(ptr(qkv_b), ptr(out), batch, channels_in, height, width, 16,
+                                  buffers.workspace(nbytes), nbytes, kernel=kernel, eps=1e-6, qt_alpha=alpha,
+                                  qt_beta=beta, qt_gamma=gamma, dtype="float16", check=False)
+        return status, out
+
+    out, log = run_in_every_order(kernels, launch, "litemla {} orders".format(kernel))
+    assert "grid=(3,2,2)" in log[0] and len(log) == 2, log
+    run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+def test_one_split_heads_take_one_fused_launch(kernels, capability):
+    """N = 196 (224's stage 3) and 49 (stage 4): one block per (batch, head) reduces, merges and writes every output
+    tile of its head (196 tokens: 4 output tiles) in a single launch, no memset; N = 257 (two splits) takes the
+    reduction and the output pass."""
+    kernels.set_compute_capability(*capability)
+    mma = "Mma" if capability >= (8, 0) else ""
+    for tokens, expected in ((196, ["linearFused{}Kernel".format(mma)]), (49, ["linearFused{}Kernel".format(mma)]),
+                             (257, ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)])):
+        log = run_efficient(kernels, *effatt_inputs(3, tokens, 64, torch.float16), heads=2)
+        assert launch_names(log) == expected, (tokens, log)
+        if len(expected) == 1:
+            assert "grid=(2,3,1)" in log[0], log
+
+
+def test_persistent_output_blocks_form_one_wave(kernels):
+    """The output pass launches at most one wave of blocks (the emulated GPU has one multiprocessor of 2048 threads
+    and 64 KiB of shared memory), each over a contiguous range of (problem, token tile) items: 3 x 2 heads x 10 tiles
+    of 64 tokens at N = 600 on a handful of blocks, every output element written (run_efficient checks it against the
+    reference)."""
+    for capability in CAPABILITIES:
+        kernels.set_compute_capability(*capability)
+        log = run_efficient(kernels, *effatt_inputs(3, 600, 64, torch.float16), heads=2)
+        blocks = int(log[1].split("grid=(")[1].split(",")[0])
+        assert 1 <= blocks <= 16 and log[1].split("grid=(")[1].startswith("{},1,1)".format(blocks)), log
+
+
+# ---- planted bugs in the new paths, one build, chosen at run time ----------------------------------------------------
+PLANTED_LINEAR_BUGS = (
+    ("common/kernelPath.cu", '#include "kernelPath.h"\n',
+     '#include "kernelPath.h"\nextern "C" __attribute__((visibility("default"))) int edgeattn_planted_bug = 0;\n'),
+    ("common/linearAttention.cuh", "#include <algorithm>\n#include <cmath>\n",
+     '#include <algorithm>\n#include <cmath>\nextern "C" int edgeattn_planted_bug;\n'),
+    # 1: the first block to arrive merges (before the other splits' partials exist)
+    ("common/linearAttention.cuh", "isLast[0] = ticket == static_cast<unsigned int>(p.splits - 1) ? 1.0F : 0.0F;",
+     "isLast[0] = ticket == (edgeattn_planted_bug == 1 ? 0U : static_cast<unsigned int>(p.splits - 1)) ? 1.0F "
+     ": 0.0F;"),
+    # 2: the tickets are not reset (the workspace holds garbage between enqueues)
+    ("common/linearAttention.cuh", "    if (params.splits <= 1)\n",
+     "    if (params.splits <= 1 || edgeattn_planted_bug == 2)\n"),
+    # 3: the fused block writes only its head's first output tile
+    ("common/linearAttention.cuh", "outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, (problem + 1) * tiles);",
+     "outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * tiles + 1 "
+     ": (problem + 1) * tiles);"),
+    ("common/linearAttentionTensorCore.cuh",
+     "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);",
+     "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * "
+     "tiles + 1 : (problem + 1) * tiles);"),
+    # 4: a persistent block keeps the context of its first problem
+    ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
+     "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
+    ("common/linearAttentionTensorCore.cuh", "        if (item == first || tileBegin == 0) // a new problem",
+     "        if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
+)
+
+
+@pytest.fixture(scope="module")
+def planted_linear_kernels(emulated_library):
+    for variant in planted_variant(PLANTED_LINEAR_BUGS, "the planted bugs of the linear-attention launch structure"):
+        variant.planted_bug = ctypes.c_int.in_dll(variant.emu, "edgeattn_planted_bug")
+        yield variant
+        variant.planted_bug.value = 0
+
+
+@pytest.mark.parametrize("bug, tokens, message", [
+    (1, 600, "left unwritten"),
+    (2, 600, "left unwritten"),
+    (3, 196, "left unwritten"),
+    (4, 600, "FP16 max error"),
+], ids=["first-block-merges", "tickets-not-reset", "fused-first-tile-only", "stale-persistent-context"])
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, tokens, message, capability):
+    """Each planted bug fails the kernel test on both paths; with none selected the same library passes."""
+    variant = planted_linear_kernels
+    variant.set_compute_capability(*capability)
+    q, k, v = effatt_inputs(2, tokens, 64, torch.float16)
+    variant.planted_bug.value = 0
+    run_efficient(variant, q, k, v, heads=2)
+    variant.planted_bug.value = bug
+    with pytest.raises(AssertionError) as caught:
+        run_efficient(variant, q, k, v, heads=2)
+    variant.planted_bug.value = 0
+    assert message in str(caught.value), str(caught.value)
