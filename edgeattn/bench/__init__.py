@@ -13,6 +13,9 @@
      "samples_ms": [...], "gpu_compute_samples_ms": [...] | null,
      "window": {"start_unix", "end_unix", "source"},
      "context": {...},                      # edgeattn.bench.context.run_context()
+     "layers": null | {"total_ms", "layer_count", "groups": {group: {"ms", "share", "layers"}}, "top": [{"name",
+                "average_ms", "median_ms", "share", "group", "type", "precision"}], "joined_with_layer_info",
+                "source", "profiled_runs"},    # bench --layers: a separate profiling run (tensorrt.layers)
      ...backend details ("providers", "inputs", "duration_s", "cuda_graph", "manifest", "trtexec", ...)}
 
 Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = batch x iterations / timed wall time.
@@ -102,7 +105,7 @@ def choose_backend(backend, kind, trtexec):
 
 def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=None, iterations=None,
                   threads=None, cuda_graph=True, plugins=None, progress=None, provider=None, trtexec=None,
-                  timeout=None, allow_engine_host_code=False):
+                  timeout=None, allow_engine_host_code=False, layers_top=None):
     """Benchmark an ONNX file (ONNX Runtime, or trtexec) or a TensorRT engine (TensorRT Python or trtexec).
 
     ``duration_s`` and ``iterations`` are exclusive (neither: 3 s); ``threads`` sets ONNX Runtime's intra-op
@@ -110,7 +113,9 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
     library for engines with custom ops (default: the manifest's, then ``edgeattn.plugins``' search);
     ``trtexec`` the trtexec executable. ``progress(fraction, message)`` is called while running.
     ``allow_engine_host_code``: let TensorRT run host code embedded in a version-compatible engine (the embedded
-    plugin library); never switched on by the engine's manifest. Bad input raises :class:`EdgeAttnError`.
+    plugin library); never switched on by the engine's manifest. ``layers_top``: also time every layer in a
+    separate profiling run and keep the ``layers_top`` slowest (engines and trtexec only). Bad input raises
+    :class:`EdgeAttnError`.
     """
     if int(batch) != batch or batch < 1:
         raise EdgeAttnError("batch must be a positive integer, got {!r}".format(batch))
@@ -126,6 +131,9 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
     model_path = os.fspath(model_path)
     kind, data = _model_kind(model_path)
     backend = choose_backend(backend, kind, trtexec)
+    if layers_top is not None and backend == "onnxruntime":
+        raise EdgeAttnError("per-layer times (--layers) come from TensorRT's profiler: benchmark an engine, or the "
+                            "ONNX file with --backend trtexec")
     if threads is not None and backend != "onnxruntime":
         warn("--threads only applies to ONNX Runtime; ignored for {}".format(backend))
         threads = None
@@ -159,12 +167,12 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
                                          custom_ops=(manifest or {}).get("custom_ops") or (), load=False)
         part = tensorrt_backend.run(model_path, data, manifest, batch, library["path"] if library else None,
                                     warmup_s, duration_s, iterations, cuda_graph, progress,
-                                    allow_engine_host_code=allow_engine_host_code)
+                                    allow_engine_host_code=allow_engine_host_code, layers_top=layers_top)
     else:
         from . import trtexec_backend
 
         part = trtexec_backend.run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterations,
-                                   cuda_graph, trtexec, progress, timeout=timeout)
+                                   cuda_graph, trtexec, progress, timeout=timeout, layers_top=layers_top)
     del data
 
     timed = part["timed"]
@@ -195,6 +203,7 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         "providers": part.get("providers"),
         "manifest": manifest_module.manifest_path(model_path) if manifest else None,
         "context": run_context(device=part.get("device")),
+        "layers": part.get("layers"),
     }
     result.update(part.get("extra") or {})
     return result

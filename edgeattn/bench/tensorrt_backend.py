@@ -31,8 +31,32 @@ def _io_tensors(engine, trt):
     return tensors
 
 
+#: enqueues of the profiling run of ``bench --layers`` (after the timed run, without a CUDA graph)
+PROFILE_RUNS = 50
+
+
+def _layer_times(trt, engine, context, enqueue, cuda, manifest, top):
+    """Per-layer times from an IProfiler run apart from the timed one, joined with the engine inspector's layers."""
+    from ..tensorrt.inspector import profile_layers
+    from ..tensorrt.layers import layer_times
+    from ..trtexec.exports import parse_layer_info
+
+    profile = profile_layers(trt, context, enqueue, cuda.synchronize, PROFILE_RUNS)
+    info = None
+    if hasattr(engine, "create_engine_inspector"):
+        try:
+            info = parse_layer_info(engine.create_engine_inspector().get_engine_information(
+                trt.LayerInformationFormat.JSON))
+        except EdgeAttnError:
+            info = None
+    record = layer_times(profile, info, custom_ops=(manifest or {}).get("custom_ops"), top=top)
+    record["source"] = "TensorRT IProfiler ({} enqueues after the timed run, no CUDA graph)".format(PROFILE_RUNS)
+    record["profiled_runs"] = PROFILE_RUNS
+    return record
+
+
 def run(engine_path, data, manifest, batch, plugin_library, warmup_s, duration_s, iterations, cuda_graph,
-        progress, allow_engine_host_code=False):
+        progress, allow_engine_host_code=False, layers_top=None):
     trt = import_tensorrt("`edgeattn bench --backend tensorrt`")
     version = tensorrt_version(trt)
     cuda = open_cuda()
@@ -41,13 +65,13 @@ def run(engine_path, data, manifest, batch, plugin_library, warmup_s, duration_s
     load_plugins(trt, plugin_library)
     try:
         return _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_s, duration_s,
-                    iterations, cuda_graph, progress, allow_engine_host_code)
+                    iterations, cuda_graph, progress, allow_engine_host_code, layers_top)
     finally:
         cuda.release()
 
 
 def _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_s, duration_s, iterations,
-         cuda_graph, progress, allow_engine_host_code):
+         cuda_graph, progress, allow_engine_host_code, layers_top):
     engine = deserialize_engine(trt, data, engine_path, version, allow_engine_host_code=allow_engine_host_code)
     context = engine.create_execution_context()
     profile_shapes = dict(manifest_module.check_batch(manifest, batch) or []) if manifest else {}
@@ -107,6 +131,7 @@ def _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_
         return elapsed(start, end)
 
     timed = run_timed(step, warmup_s=warmup_s, duration_s=duration_s, iterations=iterations, progress=progress)
+    layers = _layer_times(trt, engine, context, enqueue, cuda, manifest, layers_top) if layers_top else None
     return {
         "timed": timed,
         "provider": "TensorRT {} ({})".format(version, cuda.name),
@@ -114,5 +139,6 @@ def _run(trt, version, cuda, device, engine_path, data, manifest, batch, warmup_
         "threads": None,
         "device": device,
         "inputs": {name: list(dims) for name, dims in profile_shapes.items()} or None,
+        "layers": layers,
         "extra": {"tensorrt": {"version": str(version), "cuda": cuda.name, "cuda_graph": bool(cuda_graph)}},
     }

@@ -17,7 +17,7 @@ from ..errors import EdgeAttnError
 from ..tensorrt import manifest as manifest_module
 from ..tensorrt import plugin_library
 from ..trtexec import flags, probe_version, run_trtexec
-from ..trtexec.exports import parse_times, timed_iterations, trace_samples
+from ..trtexec.exports import parse_layer_info, parse_profile, parse_times, timed_iterations, trace_samples
 from ..trtexec.log import explain_failure, parse_device
 from ..trtexec.version import version_from_output
 from .inputs import resolve_shape
@@ -65,8 +65,29 @@ def _onnx_shapes(model_path, batch):
     return (shapes if dynamic else None), onnx_graph.custom_ops(model)
 
 
+def _layer_times(workdir, manifest, top):
+    """The per-layer record from the profiling run's exports (layer info joined in when trtexec wrote it)."""
+    from ..tensorrt.layers import layer_times
+
+    try:
+        with open(os.path.join(workdir, "profile.json")) as handle:
+            profile = parse_profile(handle.read())
+    except OSError:
+        raise EdgeAttnError("trtexec reported success but wrote no --exportProfile file")
+    info = None
+    try:
+        with open(os.path.join(workdir, "layers.json")) as handle:
+            info = parse_layer_info(handle.read())
+    except (OSError, EdgeAttnError):
+        info = None  # before 8.2, or an export we cannot read: layers are then grouped by name
+    record = layer_times(profile["layers"], info, custom_ops=(manifest or {}).get("custom_ops"), top=top)
+    record["source"] = "trtexec --exportProfile (--separateProfileRun: a profiling run apart from the timed one)"
+    record["profiled_runs"] = profile["count"]
+    return record
+
+
 def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterations, cuda_graph, trtexec,
-        progress, timeout=None):
+        progress, timeout=None, layers_top=None):
     duration_s, iterations = check_run_length(duration_s, iterations)
     path, version = locate(trtexec)
     custom_ops = []
@@ -88,7 +109,9 @@ def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterat
         args = flags.bench_command(path, version, os.path.abspath(model_path), kind == "onnx", export_times,
                                    shapes=shapes, plugin_library=library["path"] if library else None,
                                    warmup_s=warmup_s, duration_s=duration_s, iterations=iterations,
-                                   cuda_graph=cuda_graph)
+                                   cuda_graph=cuda_graph,
+                                   export_profile=os.path.join(workdir, "profile.json") if layers_top else None,
+                                   export_layer_info=os.path.join(workdir, "layers.json") if layers_top else None)
         if timeout is None:
             expected = warmup_s + (duration_s if duration_s is not None else iterations * 1.0)
             timeout = int(math.ceil(expected)) + (BUILD_ALLOWANCE_S if kind == "onnx" else LOAD_ALLOWANCE_S)
@@ -97,6 +120,7 @@ def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterat
                                                             "timing"))
         result, text = run_for_export(args, version, model_path, library, export_times, "--exportTimes", timeout)
         end_unix = time.time()
+        layers = _layer_times(workdir, manifest, layers_top) if layers_top else None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -122,6 +146,7 @@ def run(model_path, kind, manifest, batch, plugins, warmup_s, duration_s, iterat
                    "source": "trtexec"} if device else None,
         "inputs": {name: list(dims) for name, dims in shapes} if shapes else None,
         "window_source": "trtexec exit time minus trace walltime (approximate)",
+        "layers": layers,
         "extra": {"trtexec": {"path": path, "version": str(run_version), "command": args,
                               "enqueue_ms_mean": (sum(series["enqueue_ms"]) / len(series["enqueue_ms"])
                                                   if series["enqueue_ms"] else None),

@@ -26,6 +26,10 @@ def _format_summary(result, json_path):
     lines.append("  end-to-end   " + format_stats(stats))
     if result["gpu_compute_ms"]:
         lines.append("  GPU compute  " + format_stats(result["gpu_compute_ms"]))
+    if result.get("layers"):
+        from ..tensorrt.layers import format_layer_times
+
+        lines.extend(format_layer_times(result["layers"]))
     if json_path and json_path != "-":
         lines.append("  wrote {}".format(json_path))
     return "\n".join(lines)
@@ -54,9 +58,15 @@ def _format_summary(result, json_path):
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the full result (every iteration, run context) as JSON to OUT ('-' for stdout).")
 @allow_engine_host_code_option()
+@click.option("--layers", is_flag=True,
+              help="Also time every layer in a separate profiling run (TensorRT's IProfiler; trtexec "
+                   "--exportProfile --separateProfileRun): the slowest layers and each group's share of the time "
+                   "(plugins, attention, GEMM/conv, reformat, other), in the JSON under \"layers\".")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+              help="--layers: how many of the slowest layers to keep.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr, even on a terminal (in pipes there is none).")
 def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, threads, provider, plugin_lib,
-          trtexec_path, json_path, allow_engine_host_code, quiet):
+          trtexec_path, json_path, allow_engine_host_code, layers, top, quiet):
     """Benchmark MODEL (a TensorRT engine or an ONNX file) and report its latency distribution.
 
     Every iteration is recorded: ONNX Runtime with perf_counter around session.run, TensorRT with CUDA events
@@ -82,7 +92,8 @@ def bench(model, backend, batch, warmup_s, duration_s, iterations, cuda_graph, t
         result = run_benchmark(model, backend=backend, batch=batch, warmup_s=warmup_s, duration_s=duration_s,
                                iterations=iterations, threads=threads, cuda_graph=cuda_graph, plugins=plugin_lib,
                                progress=progress.fraction, provider=provider,
-                               trtexec=trtexec_path, allow_engine_host_code=allow_engine_host_code)
+                               trtexec=trtexec_path, allow_engine_host_code=allow_engine_host_code,
+                               layers_top=top if layers else None)
     if json_path == "-":
         click.echo(json.dumps(result, indent=2))
         return

@@ -72,6 +72,10 @@ def _plugin_lines(selection):
               help="Engine that runs on newer TensorRT of the same major version (>= 8.6; embeds the plugin "
                    "library).")
 @trtexec_option()
+@click.option("--profiling-verbosity", type=click.Choice(("detailed", "layer_names_only", "none")), default=None,
+              help="What the engine records about its layers (TensorRT >= 8.2; trtexec --profilingVerbosity): "
+                   "detailed keeps every layer's type, precision, tactic and tensors for `edgeattn inspect ENGINE`; "
+                   "default: TensorRT's (layer_names_only).")
 @click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=None, metavar="S",
               help="Give up a trtexec build after S seconds (default 7200).")
 @click.option("--check", is_flag=True,
@@ -79,7 +83,7 @@ def _plugin_lines(selection):
                    "inputs, atol = rtol = 0.01 for fp32, 0.05 for fp16) and record the result in the manifest; "
                    "exit 1 when they disagree (engine and manifest are kept).")
 def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
-          workspace_mb, timing_cache, version_compatible, trtexec_path, timeout_s, check):
+          workspace_mb, timing_cache, version_compatible, trtexec_path, profiling_verbosity, timeout_s, check):
     """Build a TensorRT engine from MODEL.onnx and write a manifest (ENGINE.json) beside it.
 
     Loads our plugin library and NVIDIA's before parsing, hands TensorRT the ONNX variant its version needs
@@ -109,7 +113,8 @@ def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, se
                                 backend=backend, workspace_mb=workspace_mb, timing_cache=timing_cache,
                                 version_compatible=version_compatible, trtexec=trtexec_path, timeout=timeout_s,
                                 progress=progress.step, plugin_mode=plugin_mode,
-                                selection_warmup_s=select_warmup_s, selection_duration_s=select_duration_s)
+                                selection_warmup_s=select_warmup_s, selection_duration_s=select_duration_s,
+                                profiling_verbosity=profiling_verbosity)
     click.echo(_format_summary(engine_path, manifest))
     if check:
         from ..compare import check_engine, format_check

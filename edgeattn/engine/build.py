@@ -20,6 +20,7 @@ from .._version import __version__
 from ..console import warn
 from ..errors import EdgeAttnError
 from ..tensorrt import plugin_library
+from ..tensorrt.inspector import PROFILING_VERBOSITY
 from ..tensorrt.manifest import MANIFEST_SCHEMA, manifest_path
 from .precision import PrecisionPolicy, make_strongly_typed_fp16
 from .profiles import profile_record, resolve_shape_profile
@@ -65,7 +66,7 @@ def _choose_backend(backend, trtexec):
 
 
 def _rebuild_command(onnx_path, engine_path, precision, plugins, shapes, backend, workspace_mb, timing_cache,
-                     version_compatible, trtexec=None, plugin_mode=None):
+                     version_compatible, trtexec=None, plugin_mode=None, profiling_verbosity=None):
     args = ["edgeattn", "build", os.path.abspath(onnx_path), "-o", os.path.abspath(engine_path), "--precision",
             precision]
     if plugin_mode:
@@ -84,6 +85,8 @@ def _rebuild_command(onnx_path, engine_path, precision, plugins, shapes, backend
         args += ["--timing-cache", os.path.abspath(timing_cache)]
     if version_compatible:
         args.append("--version-compatible")
+    if profiling_verbosity:
+        args += ["--profiling-verbosity", profiling_verbosity]
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
@@ -110,7 +113,8 @@ def _variant_file(onnx_path, payload):
 
 def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, shapes=(), backend="auto",
                  workspace_mb=None, timing_cache=None, version_compatible=False, trtexec=None, timeout=None,
-                 progress=None, plugin_mode="on", selection_warmup_s=1.0, selection_duration_s=3.0):
+                 progress=None, plugin_mode="on", selection_warmup_s=1.0, selection_duration_s=3.0,
+                 profiling_verbosity=None):
     """Build a TensorRT engine from ``onnx_path``; returns the manifest written beside it.
 
     ``shapes``: ``NAME:MIN,OPT,MAX`` strings; ``backend``: auto (TensorRT Python if importable, else trtexec),
@@ -119,7 +123,9 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     standard-op decompositions, no plugin library), ``auto`` (build and time candidates with and without each
     custom-op family, keep the fastest: :mod:`.plugin_selection`; each candidate is timed for
     ``selection_warmup_s`` + ``selection_duration_s``) or None (``edgeattn build``'s default: auto where this
-    machine can time candidates, else on); ``progress(message)`` is told each step.
+    machine can time candidates, else on); ``progress(message)`` is told each step. ``profiling_verbosity``:
+    ``detailed`` (every layer's type, precision, tactic and tensors stay in the engine for ``edgeattn inspect``),
+    ``layer_names_only`` (TensorRT's default) or ``none``.
     """
     from . import plugin_selection
 
@@ -148,6 +154,11 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     say("TensorRT {} via {}".format(version, "trtexec " + trtexec_path if trtexec_path else "Python bindings"))
     if version_compatible and tuple(version) < (8, 6):
         raise EdgeAttnError("--version-compatible needs TensorRT >= 8.6; this is {}".format(version))
+    if profiling_verbosity is not None and profiling_verbosity not in PROFILING_VERBOSITY:
+        raise EdgeAttnError("unknown profiling verbosity {!r} (choose {})".format(
+            profiling_verbosity, ", ".join(PROFILING_VERBOSITY)))
+    if profiling_verbosity and tuple(version) < (8, 2):
+        raise EdgeAttnError("--profiling-verbosity needs TensorRT >= 8.2; this is {}".format(version))
 
     families = plugin_selection.op_families(custom_ops)
     mode, mode_reason, timer = _plugin_mode(plugin_mode, families, backend, trtexec_path)
@@ -155,7 +166,8 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     job = _BuildJob(onnx_path, engine_path, policy, profile, graph_io, backend, trt, version, trtexec_path,
                     workspace_mb, timing_cache, version_compatible, timeout, say,
                     rebuild=dict(precision=precision, plugins=plugins, shapes=shapes, trtexec=trtexec,
-                                 plugin_mode=mode if plugin_mode is not None and families else None))
+                                 plugin_mode=mode if plugin_mode is not None and families else None),
+                    profiling_verbosity=profiling_verbosity)
 
     if mode == "auto" and families:
         return _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer, selection_warmup_s,
@@ -188,7 +200,7 @@ class _BuildJob(object):
     """What every candidate engine of one ``edgeattn build`` shares."""
 
     def __init__(self, onnx_path, engine_path, policy, profile, graph_io, backend, trt, version, trtexec_path,
-                 workspace_mb, timing_cache, version_compatible, timeout, say, rebuild):
+                 workspace_mb, timing_cache, version_compatible, timeout, say, rebuild, profiling_verbosity=None):
         self.onnx_path = onnx_path
         self.engine_path = engine_path
         self.policy = policy
@@ -204,6 +216,7 @@ class _BuildJob(object):
         self.timeout = timeout
         self.say = say
         self.rebuild = rebuild
+        self.profiling_verbosity = profiling_verbosity
 
 
 def _timer(backend, trtexec_path):
@@ -357,14 +370,15 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
             onnx_bytes = payload if payload is not None else model.SerializeToString()
             details = tensorrt_builder.build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing,
                                              islands, job.profile, job.workspace_mb, job.timing_cache,
-                                             job.version_compatible, library, onnx_path)
+                                             job.version_compatible, library, onnx_path,
+                                             profiling_verbosity=job.profiling_verbosity)
         else:
             from . import trtexec_builder
 
             details = trtexec_builder.build(job.trtexec_path, version, onnx_file, engine_file, policy, typing,
                                             islands, job.profile, job.workspace_mb, job.timing_cache,
                                             job.version_compatible, library, job.timeout or DEFAULT_BUILD_TIMEOUT_S,
-                                            onnx_path)
+                                            onnx_path, profiling_verbosity=job.profiling_verbosity)
     if not os.path.exists(engine_file) or os.path.getsize(engine_file) == 0:
         raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
     from ..doctor import jetson_context
@@ -382,7 +396,8 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
                      "builder": "tensorrt-python" if backend == "tensorrt" else "trtexec",
                      "trtexec": {"path": job.trtexec_path, "version": str(version),
                                  "command": details.get("command")} if job.trtexec_path else None,
-                     "version_compatible": bool(job.version_compatible)},
+                     "version_compatible": bool(job.version_compatible),
+                     "profiling_verbosity": job.profiling_verbosity},
         "device": details.get("device"),
         "jetson": dict(jetson["board"], power_mode=jetson["power_mode"]) if jetson else None,
         "plugins": plugin_library.manifest_record(library),  # named, never a path to load
@@ -399,7 +414,8 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
         "rebuild_command": _rebuild_command(onnx_path, job.engine_path, rebuild["precision"], rebuild["plugins"],
                                             rebuild["shapes"], "trtexec" if backend == "trtexec" else "tensorrt",
                                             job.workspace_mb, job.timing_cache, job.version_compatible,
-                                            rebuild["trtexec"], plugin_mode=rebuild["plugin_mode"]),
+                                            rebuild["trtexec"], plugin_mode=rebuild["plugin_mode"],
+                                            profiling_verbosity=job.profiling_verbosity),
     }
     if details.get("pinned_layers") is not None:
         manifest["precision"]["pinned_layers"] = details["pinned_layers"]

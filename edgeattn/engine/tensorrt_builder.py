@@ -24,7 +24,7 @@ def _current_device():
 
 
 def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, islands, profile, workspace_mb,
-          timing_cache, version_compatible, library, source_path):
+          timing_cache, version_compatible, library, source_path, profiling_verbosity=None):
     """Parse, configure and build; writes the serialized engine to ``engine_file``."""
     logger = get_logger(trt)
     load_plugins(trt, library["path"] if library else None)
@@ -69,6 +69,10 @@ def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, isla
             else "STRICT_TYPES", len(pinned))
     elif policy.fp16:
         enforced_by = "explicit casts in the ONNX (strongly typed network)"
+    if profiling_verbosity:
+        from ..tensorrt.inspector import PROFILING_VERBOSITY
+
+        config.profiling_verbosity = getattr(trt.ProfilingVerbosity, PROFILING_VERBOSITY[profiling_verbosity])
     if version_compatible:
         if not hasattr(trt.BuilderFlag, "VERSION_COMPATIBLE"):
             raise EdgeAttnError("--version-compatible needs TensorRT >= 8.6 (this is {})".format(version))

@@ -8,7 +8,7 @@ from ..trtexec.version import version_from_output
 
 
 def build(trtexec, version, onnx_file, engine_file, policy, typing, islands, profile, workspace_mb, timing_cache,
-          version_compatible, library, timeout, source_path):
+          version_compatible, library, timeout, source_path, profiling_verbosity=None):
     """Run trtexec to write ``engine_file``; returns ``{"device", "tensorrt_version", "enforced_by", "command"}``."""
     weak_fp16 = policy.fp16 and typing == "weak"
     enforced_by = None
@@ -25,7 +25,7 @@ def build(trtexec, version, onnx_file, engine_file, policy, typing, islands, pro
     args = flags.build_command(
         trtexec, version, onnx_file, engine_file, fp16=weak_fp16, fp32_layers=sorted(islands) if weak_fp16 else (),
         plugin_library=library["path"] if library else None, profile=profile, workspace_mb=workspace_mb,
-        timing_cache=timing_cache, version_compatible=version_compatible)
+        timing_cache=timing_cache, version_compatible=version_compatible, profiling_verbosity=profiling_verbosity)
     result = run_trtexec(args, timeout=timeout)
     if result.returncode != 0:
         raise EdgeAttnError(explain_failure(result.output, result.returncode, version=version,

@@ -123,3 +123,28 @@ def parse_profile(text):
                            "averageMs": record.get("averageMs"), "medianMs": record.get("medianMs"),
                            "percentage": record.get("percentage")})
     return {"count": count, "layers": layers}
+
+
+def parse_layer_info(text):
+    """An ``--exportLayerInfo`` file (the JSON of TensorRT's ``IEngineInspector``, which trtexec writes as is):
+    ``{"layers": [...], "bindings": [...], "detailed": bool}``.
+
+    Layers are names (the default ``layer_names_only`` verbosity) or objects with ``Name``, ``LayerType``,
+    ``Inputs``/``Outputs`` and, per layer kind, ``TacticName``, ``TacticValue``, ``Metadata``... (built with
+    ``--profilingVerbosity=detailed``). The inspector writes one well-formed document, so a file that is not JSON
+    (cut off, or another file) is refused rather than read line by line."""
+    data = _json_or_none(text)
+    if data is None:
+        raise EdgeAttnError("not a complete JSON document (cut off, or not a trtexec --exportLayerInfo file)")
+    if not isinstance(data, dict) or not isinstance(data.get("Layers"), list):
+        raise EdgeAttnError("a JSON document without the \"Layers\" list of a trtexec --exportLayerInfo file")
+    layers = data["Layers"]
+    names = [layer for layer in layers if isinstance(layer, str)]
+    objects = [layer for layer in layers if isinstance(layer, dict)]
+    if len(names) + len(objects) != len(layers) or (names and objects):
+        raise EdgeAttnError("its \"Layers\" list mixes names and objects or holds neither: not written by trtexec")
+    if any(not isinstance(layer.get("Name"), str) for layer in objects):
+        raise EdgeAttnError("a layer object without a \"Name\": not written by trtexec --exportLayerInfo")
+    bindings = data.get("Bindings")
+    return {"layers": layers, "bindings": list(bindings) if isinstance(bindings, list) else [],
+            "detailed": bool(objects)}

@@ -33,6 +33,11 @@ OPTIONS = {
     "--includeDataTransfers": ((11, 0), None),
     "--exportTimes": (_ALWAYS, None),
     "--exportProfile": (_ALWAYS, None),
+    "--separateProfileRun": (_ALWAYS, None),
+    # both from TensorRT OSS 8.2 (CHANGELOG "8.2.0 EA": --nvtxMode deprecated for --profilingVerbosity; the engine
+    # inspector that --exportLayerInfo calls is new in 8.2)
+    "--profilingVerbosity": ((8, 2), None),
+    "--exportLayerInfo": ((8, 2), None),
     "--timingCacheFile": (_ALWAYS, None),
     "--workspace": (_ALWAYS, (10, 0)),  # deprecated (warning) from 8.4
     "--memPoolSize": ((8, 4), None),
@@ -89,13 +94,15 @@ def plugin_options(version, library, serialize=False):
 
 
 def build_command(trtexec, version, onnx_path, engine_path, fp16=False, fp32_layers=(), plugin_library=None,
-                  profile=None, workspace_mb=None, timing_cache=None, version_compatible=False):
+                  profile=None, workspace_mb=None, timing_cache=None, version_compatible=False,
+                  profiling_verbosity=None):
     """Argument list for building ``engine_path`` from ``onnx_path`` (no inference run).
 
     ``fp16``: weak typing (``--fp16``), only up to TensorRT 10.x; with ``fp32_layers`` those layers are pinned to
     FP32 and the constraints obeyed (``--precisionConstraints=obey``, 8.2+; ``--layerPrecisions`` and
     ``--layerOutputTypes``, 8.4+). From TensorRT 11 networks are strongly typed: the caller hands an FP16 ONNX and
-    sets ``fp16=False``. ``profile``: list of ``(name, min, opt, max)``.
+    sets ``fp16=False``. ``profile``: list of ``(name, min, opt, max)``. ``profiling_verbosity``: ``detailed``,
+    ``layer_names_only`` or ``none`` (``--profilingVerbosity``, 8.2+; trtexec's default is layer names only).
     """
     args = [trtexec, "--onnx={}".format(onnx_path), "--saveEngine={}".format(engine_path)]
     args.append("--skipInference" if supports(version, "--skipInference") else "--buildOnly")
@@ -123,16 +130,23 @@ def build_command(trtexec, version, onnx_path, engine_path, fp16=False, fp32_lay
     if version_compatible:
         _require(version, "--versionCompatible", "--version-compatible")
         args.append("--versionCompatible")
+    if profiling_verbosity:
+        _require(version, "--profilingVerbosity", "--profiling-verbosity")
+        args.append("--profilingVerbosity={}".format(profiling_verbosity))
     return args
 
 
 def bench_command(trtexec, version, model_path, is_onnx, export_times, shapes=None, plugin_library=None,
-                  warmup_s=1.0, duration_s=None, iterations=None, cuda_graph=True):
+                  warmup_s=1.0, duration_s=None, iterations=None, cuda_graph=True, export_profile=None,
+                  export_layer_info=None):
     """Argument list for timing an engine (or an ONNX file, which trtexec builds first).
 
     Data transfers stay on (default up to 10.x, ``--includeDataTransfers`` from 11.0) so every version reports the
     same thing: latency = H2D + GPU compute + D2H. CUDA graphs: ``--useCudaGraph`` up to 10.x, default from 11.0
     (``--noCudaGraph`` turns them off). Before 8.4 ``--warmUp`` and ``--duration`` take integers.
+    ``export_profile``: per-layer times from a profiling run kept apart from the timed one (``--exportProfile``
+    with ``--separateProfileRun``, so the profiler's synchronisation does not slow the timed iterations);
+    ``export_layer_info``: the engine's layers (``--exportLayerInfo``, 8.2+).
     """
     args = [trtexec, ("--onnx={}" if is_onnx else "--loadEngine={}").format(model_path)]
     args.extend(plugin_options(version, plugin_library))
@@ -153,4 +167,18 @@ def bench_command(trtexec, version, model_path, is_onnx, export_times, shapes=No
     elif cuda_graph:
         args.append("--useCudaGraph")
     args.append("--exportTimes={}".format(export_times))
+    if export_profile:
+        args.extend(["--separateProfileRun", "--exportProfile={}".format(export_profile)])
+    if export_layer_info and supports(version, "--exportLayerInfo"):
+        args.append("--exportLayerInfo={}".format(export_layer_info))
+    return args
+
+
+def layer_info_command(trtexec, version, engine_path, export_layer_info, plugin_library=None):
+    """Argument list that loads an engine and writes its layers (``--exportLayerInfo``, 8.2+) after one short
+    inference run (the export is written when the engine is set up)."""
+    _require(version, "--exportLayerInfo", "reading an engine's layers with trtexec")
+    args = [trtexec, "--loadEngine={}".format(engine_path)]
+    args.extend(plugin_options(version, plugin_library))
+    args.extend(["--exportLayerInfo={}".format(export_layer_info), "--warmUp=0", "--iterations=1", "--duration=0"])
     return args
