@@ -116,21 +116,22 @@ def describe_layer(index, layer, ours):
              "inputs": inputs, "outputs": outputs,
              "metadata": record.get("Metadata") if isinstance(record.get("Metadata"), str) else None}
     reformat = _REFORMAT_NAME.match(name)
-    op_type = _our_op(record, name, ours)
-    if (layer_type and "plugin" in layer_type.lower()) or op_type:
-        entry["group"] = "plugin"
-        entry["plugin"] = {"op_type": op_type, "ours": op_type is not None,
-                           "version": ours[op_type]["version"] if op_type else None,
-                           "namespace": ours[op_type]["namespace"] if op_type else None}
-    elif layer_type == "Myelin" or _FOREIGN_NODE.match(name):
-        entry["group"] = "fused"
-        entry["swallowed"] = _swallowed(name, record)
-    elif layer_type == "Reformat" or reformat:
+    plugin_type = bool(layer_type and "plugin" in layer_type.lower())
+    # A copy node is named after the layer it feeds, a plugin maybe: the layer's own kind decides first.
+    if not plugin_type and (layer_type == "Reformat" or reformat):
         entry["group"] = "reformat"
         entry["reformat_for"] = ({"side": reformat.group("side").lower(), "layer": reformat.group("target")}
                                  if reformat else None)
+    elif not plugin_type and (layer_type == "Myelin" or _FOREIGN_NODE.match(name)):
+        entry["group"] = "fused"
+        entry["swallowed"] = _swallowed(name, record)
     else:
-        entry["group"] = "layer"
+        op_type = _our_op(record, name, ours)
+        entry["group"] = "plugin" if plugin_type or op_type else "layer"
+        if entry["group"] == "plugin":
+            entry["plugin"] = {"op_type": op_type, "ours": op_type is not None,
+                               "version": ours[op_type]["version"] if op_type else None,
+                               "namespace": ours[op_type]["namespace"] if op_type else None}
     entry["fused_from"] = [part for part in name.split(" + ")] if " + " in name and entry["group"] == "layer" \
         else None
     return entry
