@@ -212,15 +212,12 @@ class OnnxSide(Side):
 
     def __init__(self, path):
         super().__init__(path)
-        from .bench.onnxruntime_backend import explain_ort_error, import_onnxruntime
+        from .bench.onnxruntime_backend import explain_ort_error, import_onnxruntime, open_session
 
         ort = import_onnxruntime()
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        try:
-            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        except Exception as error:  # noqa: BLE001 - onnxruntime raises its own pybind exception classes
-            raise EdgeAttnError(explain_ort_error(error, path))
+        session = open_session(ort, path, options, ["CPUExecutionProvider"])
         self._explain = explain_ort_error
         with _quiet_polygraphy():
             from polygraphy.backend.onnxrt import OnnxrtRunner

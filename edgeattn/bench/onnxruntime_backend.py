@@ -40,6 +40,33 @@ def choose_providers(ort, provider):
     return [p for p in PROVIDERS[provider] if p in available]
 
 
+def fallback_problem(asked, used):
+    """Why a session does not run where it was asked to, or None: ONNX Runtime drops an execution provider it
+    cannot initialise (an onnxruntime-gpu build without the CUDA, cuDNN or TensorRT libraries it was built
+    against, a GPU out of memory) with a log line only, and the session runs on the providers left, in the end the
+    CPU; ``session.get_providers()`` lists the ones it kept."""
+    lost = [name for name in asked if name != "CPUExecutionProvider" and name not in used]
+    if not lost:
+        return None
+    return ("ONNX Runtime was asked for {} but the session uses {} only: it could not initialise {} (the CUDA, "
+            "cuDNN or TensorRT libraries this onnxruntime build needs?); these are not GPU results".format(
+                ", ".join(asked), ", ".join(used) or "nothing", ", ".join(lost)))
+
+
+def open_session(ort, model_path, options, providers):
+    """An InferenceSession on ``providers``; one line for a failure, a warning when a GPU provider was dropped."""
+    try:
+        session = ort.InferenceSession(model_path, options, providers=providers)
+    except Exception as error:  # onnxruntime raises its own pybind exception classes
+        raise EdgeAttnError(explain_ort_error(error, model_path))
+    problem = fallback_problem(providers, list(session.get_providers()))
+    if problem:
+        from ..engine.console import warn
+
+        warn("{}: {}".format(model_path, problem))
+    return session
+
+
 def explain_ort_error(error, model_path):
     """One line for an ONNX Runtime failure (its messages carry a C++ source prefix and several lines)."""
     text = str(error).strip()
@@ -64,10 +91,7 @@ def run(model_path, batch, threads, provider, warmup_s, duration_s, iterations, 
         options.intra_op_num_threads = int(threads)
         options.inter_op_num_threads = 1
     providers = choose_providers(ort, provider)
-    try:
-        session = ort.InferenceSession(model_path, options, providers=providers)
-    except Exception as error:  # onnxruntime raises its own pybind exception classes
-        raise EdgeAttnError(explain_ort_error(error, model_path))
+    session = open_session(ort, model_path, options, providers)
     inputs = []
     for meta in session.get_inputs():
         if meta.type not in ORT_TYPES:

@@ -1,0 +1,99 @@
+"""`edgeattn report DIR DIR... -o OUT` over real sweep output: fake-board sweeps of two boards (the project's
+fake Jetson harness and stub benchmark, whose throughput is a known function of model and mode), joined by run
+context, and the joins it refuses."""
+import json
+import os
+
+import pytest
+
+import stubbench
+from sweep_timing import scaled
+from edgeattn.sweep import run_sweep
+
+
+@pytest.fixture
+def board_sweep(fake_board, fast_sampling, tmp_path):
+    boards = {}
+
+    def _sweep(board, models, modes, name):
+        if board not in boards:
+            boards[board] = fake_board(board)
+        else:
+            for key, value in boards[board].env.items():
+                os.environ[key] = value  # monkeypatched by fake_board: restored after the test
+        paths = []
+        for model in models:
+            path = tmp_path / "{}.onnx".format(model)
+            path.write_bytes(b"onnx")
+            paths.append(str(path))
+        out = str(tmp_path / name)
+        outcome = run_sweep(paths, backend="onnxruntime", modes=modes, settle_s=0, repeats=1,
+                            duration_s=scaled(0.3), interval_ms=fast_sampling, out_dir=out,
+                            bench=stubbench.make_bench(), echo=lambda line: None)
+        assert outcome.status == "complete"
+        return out
+
+    return _sweep
+
+
+def _one_error_line(result):
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("edgeattn: error: "), result.stderr
+    return lines[0]
+
+
+def test_report_over_two_boards(board_sweep, invoke, tmp_path):
+    nano = board_sweep("orin-nano-8gb", ["m1", "m2"], "0,1", "nano")
+    agx = board_sweep("agx-orin-64gb", ["m1"], "2", "agx")
+    out = tmp_path / "joined"
+    result = invoke(["report", nano, agx, "-o", str(out), "--no-html"], expect=0)
+    report = (out / "report.md").read_text()
+    contexts = [json.load(open(os.path.join(d, "results.json")))["sweep"]["board"] for d in (nano, agx)]
+    for board in contexts:
+        assert "{}, JetPack {}".format(board["model"], board["jetpack"]) in report
+    # every cell is the stub benchmark's throughput for that model and mode, whichever board measured it
+    rows = {}
+    for directory, board in zip((nano, agx), contexts):
+        for row in json.load(open(os.path.join(directory, "results.json")))["rows"]:
+            rows[(board["model"], row["mode_name"], row["model"])] = row
+    section = report.split("### Throughput", 1)[1].split("###", 1)[0]
+    table = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in section.splitlines()
+             if line.startswith("|") and not line.startswith("| ---")]
+    columns = table[0][1:]
+    assert len(columns) == 3 and [row[0] for row in table[1:]] == ["m1", "m2"]
+    checked = 0
+    for cells in table[1:]:
+        for column, value in zip(columns, cells[1:]):
+            board_label, mode = column.rsplit(" · ", 1)
+            board = next(b["model"] for b in contexts if board_label.startswith(b["model"]))
+            row = rows.get((board, mode, cells[0]))
+            if row is None:
+                assert value == "-"
+            else:
+                assert float(value) == pytest.approx(stubbench.expected_fps(cells[0], mode_id=row["mode_id"]))
+                checked += 1
+    assert checked == len(rows) == 5
+    assert "Energy per item (J)" in report and "wrote {}".format(out / "report.md") in result.stdout
+    assert (out / "plots" / "multi_fp32.svg").exists()
+    svg = (out / "plots" / "multi_fp32.svg").read_text()
+    assert 'id="throughput:m1"' in svg and 'id="energy:m2"' in svg
+
+
+def test_report_refuses_two_sweeps_claiming_the_same_cells(board_sweep, invoke, tmp_path):
+    first = board_sweep("orin-nano-8gb", ["m1"], "0", "a")
+    second = board_sweep("orin-nano-8gb", ["m1"], "0,1", "b")
+    out = tmp_path / "joined"
+    line = _one_error_line(invoke(["report", first, second, "-o", str(out)], expect=2))
+    assert "both measure m1 fp32 in mode 15W" in line and not out.exists()
+
+
+def test_report_refuses_sweeps_without_a_shared_model(board_sweep, invoke, tmp_path):
+    nano = board_sweep("orin-nano-8gb", ["m1"], "0", "nano")
+    agx = board_sweep("agx-orin-64gb", ["m2"], "2", "agx")
+    line = _one_error_line(invoke(["report", nano, agx, "-o", str(tmp_path / "joined")], expect=2))
+    assert "shares no model with the other sweeps" in line
+
+
+def test_several_directories_need_an_output(invoke, tmp_path):
+    line = _one_error_line(invoke(["report", str(tmp_path / "a"), str(tmp_path / "b")], expect=2))
+    assert "need -o OUT" in line
