@@ -61,7 +61,7 @@ def open_session(ort, model_path, options, providers):
         raise EdgeAttnError(explain_ort_error(error, model_path))
     problem = fallback_problem(providers, list(session.get_providers()))
     if problem:
-        from ..engine.console import warn
+        from ..console import warn
 
         warn("{}: {}".format(model_path, problem))
     return session

@@ -65,10 +65,12 @@ def _custom_ops(custom_ops):
     if custom_ops:
         return {entry["op_type"]: {"version": entry.get("plugin_version"), "namespace": entry.get("plugin_namespace")}
                 for entry in custom_ops}
-    from ..export.contract import custom_op_types
+    from ..schemas import all_schemas
 
-    return {op_type: {"version": schema.version, "namespace": schema.namespace}
-            for op_type, schema in custom_op_types().items()}
+    ops = {}
+    for (op_type, version), schema in sorted(all_schemas().items()):
+        ops[op_type] = {"version": version, "namespace": schema.namespace}  # the newest version last
+    return ops
 
 
 def _our_op(layer_record, name, ours):

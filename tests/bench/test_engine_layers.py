@@ -9,7 +9,7 @@ import types
 import pytest
 
 from bench_helpers import FIXTURES, matmul_model, read_fixture
-from edgeattn.engine.layers import INSPECT_ENGINE_SCHEMA, describe_layers, layer_times, tensor_precision
+from edgeattn.tensorrt.layers import INSPECT_ENGINE_SCHEMA, describe_layers, layer_times, tensor_precision
 from edgeattn.errors import EdgeAttnError
 from edgeattn.trtexec.exports import parse_layer_info, parse_profile
 
@@ -299,7 +299,7 @@ def test_inspect_engine_through_the_tensorrt_python_api(invoke, built_engine, mo
 
 
 def test_iprofiler_means_per_layer():
-    from edgeattn.engine.inspector import profile_layers
+    from edgeattn.tensorrt.inspector import profile_layers
 
     trt, _calls, context = _stand_in_tensorrt("", [("a", 1.0), ("b", 3.0)])
     layers = profile_layers(trt, context, context.run, lambda: None, runs=4)
