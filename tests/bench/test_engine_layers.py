@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from bench_helpers import FIXTURES, matmul_model, read_fixture
+from bench_helpers import FIXTURES, matmul_model, needs_onnx, read_fixture
 from edgeattn.tensorrt.layers import INSPECT_ENGINE_SCHEMA, describe_layers, layer_times, tensor_precision
 from edgeattn.errors import EdgeAttnError
 from edgeattn.trtexec.exports import parse_layer_info, parse_profile
@@ -187,6 +187,7 @@ def built_engine(invoke, fake_trtexec, tmp_path, write_model, no_jetson):
     return str(tmp_path / "model.engine"), trtexec
 
 
+@needs_onnx
 def test_build_passes_profiling_verbosity_and_records_it(built_engine):
     engine, _ = built_engine
     with open(engine + ".json") as handle:
@@ -196,6 +197,7 @@ def test_build_passes_profiling_verbosity_and_records_it(built_engine):
     assert "--profiling-verbosity detailed" in manifest["rebuild_command"]
 
 
+@needs_onnx
 def test_inspect_engine_through_trtexec(invoke, built_engine, monkeypatch):
     engine, trtexec = built_engine
     monkeypatch.setenv("FAKE_TRTEXEC_LAYER_INFO", MOBILENET)
@@ -206,6 +208,7 @@ def test_inspect_engine_through_trtexec(invoke, built_engine, monkeypatch):
     assert "without detailed profiling verbosity" in line and "--profiling-verbosity detailed" in line
 
 
+@needs_onnx
 def test_inspect_engine_of_another_tensorrt_is_refused_before_loading(invoke, built_engine, fake_trtexec,
                                                                       monkeypatch):
     engine, _ = built_engine
@@ -215,6 +218,7 @@ def test_inspect_engine_of_another_tensorrt_is_refused_before_loading(invoke, bu
     assert "rebuild with `edgeattn build" in line
 
 
+@needs_onnx
 def test_bench_layers_through_trtexec_replays_a_real_profile(invoke, built_engine, monkeypatch, tmp_path):
     engine, trtexec = built_engine
     monkeypatch.setenv("FAKE_TRTEXEC_LAYER_INFO", MOBILENET)
@@ -232,6 +236,7 @@ def test_bench_layers_through_trtexec_replays_a_real_profile(invoke, built_engin
     assert "by group     gemm/conv 81.5%, reformat 17.5%, other 1.0%" in result.stdout
 
 
+@needs_onnx
 def test_bench_without_layers_leaves_the_profile_out(invoke, built_engine, tmp_path):
     engine, trtexec = built_engine
     out = tmp_path / "bench.json"
@@ -241,6 +246,7 @@ def test_bench_without_layers_leaves_the_profile_out(invoke, built_engine, tmp_p
     assert data["layers"] is None and "--separateProfileRun" not in data["trtexec"]["command"]
 
 
+@needs_onnx
 def test_bench_layers_on_onnx_runtime_is_refused(invoke, write_model):
     model = write_model(matmul_model(features=8))
     line = _one_error_line(invoke(["bench", model, "--layers", "--iterations", "10"], expect=2))
@@ -288,6 +294,7 @@ def _stand_in_tensorrt(layer_json, layer_times_ms):
     return trt, calls, Context()
 
 
+@needs_onnx
 def test_inspect_engine_through_the_tensorrt_python_api(invoke, built_engine, monkeypatch):
     engine, _ = built_engine
     trt, calls, _context = _stand_in_tensorrt(_text(RESNET), [])

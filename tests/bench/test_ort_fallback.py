@@ -5,7 +5,7 @@ import types
 
 import numpy as np
 
-from bench_helpers import matmul_model
+from bench_helpers import matmul_model, needs_onnx
 from edgeattn.bench.onnxruntime_backend import fallback_problem
 
 
@@ -41,6 +41,7 @@ def _stand_in_onnxruntime(used):
     return ort
 
 
+@needs_onnx
 def test_bench_warns_when_the_session_fell_back_to_the_cpu(invoke, write_model, monkeypatch):
     model = write_model(matmul_model(features=8))
     monkeypatch.setitem(sys.modules, "onnxruntime", _stand_in_onnxruntime(["CPUExecutionProvider"]))
@@ -50,6 +51,7 @@ def test_bench_warns_when_the_session_fell_back_to_the_cpu(invoke, write_model, 
     assert "[CPUExecutionProvider]" in result.stdout
 
 
+@needs_onnx
 def test_bench_is_quiet_when_the_session_kept_the_gpu(invoke, write_model, monkeypatch):
     model = write_model(matmul_model(features=8))
     monkeypatch.setitem(sys.modules, "onnxruntime", _stand_in_onnxruntime(
