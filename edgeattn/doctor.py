@@ -352,8 +352,13 @@ def _check_cuda_device(board):
         return _check(False, "no CUDA device found (torch, nvidia-smi, device tree)",
                       "TensorRT build and bench, and the ONNX Runtime CUDA/TensorRT providers; "
                       "ONNX Runtime CPU still works")
-    return _check(True, "{} (compute capability {}, via {})".format(
-        device.get("name"), device.get("compute_capability"), device.get("source")), **device)
+    from .engine.precision import int8_supported
+
+    int8 = int8_supported(device.get("compute_capability"))
+    return _check(True, "{} (compute capability {}, via {}){}".format(
+        device.get("name"), device.get("compute_capability"), device.get("source"),
+        {True: "; INT8: yes", False: "; INT8: no (TensorRT has no INT8 below compute capability 6.1 or on 6.2): "
+                                     "build --precision fp16", None: ""}[int8]), int8=int8, **device)
 
 
 def _check_trtexec():

@@ -52,9 +52,11 @@ def _plugin_lines(selection):
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("-o", "--output", metavar="ENGINE", default=None,
               help="Engine file (default: MODEL.engine, or MODEL.fp16.engine for --precision fp16).")
-@click.option("--precision", type=click.Choice(("fp32", "fp16")), default="fp32", show_default=True,
+@click.option("--precision", type=click.Choice(("fp32", "fp16", "int8")), default="fp32", show_default=True,
               help="fp16 keeps LayerNorm, softmax and normaliser reductions in FP32 (one policy for every "
-                   "TensorRT version).")
+                   "TensorRT version); int8 builds a Q/DQ model from `edgeattn quantize` (explicit quantization: "
+                   "INT8 where the Q/DQ pairs are, the fp16 policy elsewhere, plugins in FP16/FP32); refused on a "
+                   "GPU without INT8 (Jetson Nano, TX2).")
 @plugin_mode_option()
 @plugin_lib_option()
 @click.option("--select-warmup-s", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="S",

@@ -22,7 +22,7 @@ from ..errors import EdgeAttnError
 from ..tensorrt import plugin_library
 from ..tensorrt.inspector import PROFILING_VERBOSITY
 from ..tensorrt.manifest import MANIFEST_SCHEMA, manifest_path
-from .precision import PrecisionPolicy, make_strongly_typed_fp16
+from .precision import PrecisionPolicy, int8_supported, make_strongly_typed_fp16, qdq_node_count
 from .profiles import profile_record, resolve_shape_profile
 
 BUILD_BACKENDS = ("auto", "tensorrt", "trtexec")
@@ -34,9 +34,32 @@ DEFAULT_BUILD_TIMEOUT_S = 7200
 
 
 def default_engine_path(onnx_path, precision):
-    """``model.onnx`` -> ``model.engine`` (FP32) or ``model.fp16.engine`` (FP16)."""
+    """``model.onnx`` -> ``model.engine`` (FP32), ``model.fp16.engine`` (FP16), ``model.int8.engine`` (INT8, also
+    from ``model.int8.onnx``)."""
     base = os.path.splitext(onnx_path)[0]
-    return base + (".fp16.engine" if precision == "fp16" else ".engine")
+    if precision in ("fp16", "int8") and not base.endswith("." + precision):
+        base += "." + precision
+    return base + ".engine"
+
+
+def require_int8_device(device, onnx_path):
+    """Refuse INT8 on a GPU TensorRT has no INT8 for (``device``: ``{"name", "compute_capability"}`` or None)."""
+    if device and int8_supported(device.get("compute_capability")) is False:
+        raise EdgeAttnError("{} (compute capability {}) has no INT8 in TensorRT (INT8 needs compute capability 6.1 "
+                            "or newer, not 6.2): build {} with --precision fp16 instead".format(
+                                device.get("name") or "this GPU", device.get("compute_capability"), onnx_path))
+
+
+def _check_int8_model(nodes, onnx_path, precision):
+    """``--precision int8`` needs explicit quantization in the graph; fp32/fp16 a graph without it."""
+    count = qdq_node_count(nodes)
+    if precision == "int8" and not count:
+        raise EdgeAttnError("{} has no Q/DQ nodes; INT8 builds take an explicitly quantized model: run `edgeattn "
+                            "quantize {} -o MODEL.int8.onnx` first".format(onnx_path, onnx_path))
+    if precision != "int8" and count:
+        raise EdgeAttnError("{} is quantized ({} Q/DQ nodes); build it with --precision int8, or build the FP32 "
+                            "export for {}".format(onnx_path, count, precision))
+    return count
 
 
 def _choose_backend(backend, trtexec):
@@ -138,6 +161,7 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     model = onnx_graph.load_model(onnx_path, "`edgeattn build`")
     graph_io = onnx_graph.graph_io(model)
     custom_ops = onnx_graph.custom_ops(model)
+    _check_int8_model(onnx_graph.graph_nodes(model), onnx_path, precision)
     engine_path = os.fspath(engine_path) if engine_path else default_engine_path(onnx_path, precision)
     if os.path.abspath(engine_path) == os.path.abspath(onnx_path):
         raise EdgeAttnError("the engine would overwrite the ONNX file; choose another -o")
@@ -152,6 +176,10 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
 
     backend, trt, version, trtexec_path = _choose_backend(backend, trtexec)
     say("TensorRT {} via {}".format(version, "trtexec " + trtexec_path if trtexec_path else "Python bindings"))
+    if policy.int8:
+        from ..doctor import cuda_device
+
+        require_int8_device(cuda_device(), onnx_path)  # where it is known before the build; else after it
     if version_compatible and tuple(version) < (8, 6):
         raise EdgeAttnError("--version-compatible needs TensorRT >= 8.6; this is {}".format(version))
     if profiling_verbosity is not None and profiling_verbosity not in PROFILING_VERBOSITY:
@@ -347,8 +375,14 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
     trt = job.trt
     has_fp16_flag = hasattr(trt.BuilderFlag, "FP16") if trt is not None else None
     typing = policy.typing_mode(version, has_fp16_flag) if policy.fp16 else "fp32"
-    islands = policy.fp32_islands(nodes)
-    if typing == "strong":
+    islands = {} if policy.int8 and typing == "strong" else policy.fp32_islands(nodes)
+    if policy.int8 and typing == "strong":  # the Q/DQ graph as it is: FP32 outside the quantized layers
+        if info["has_functions"] and strip_functions:
+            payload = onnx_graph.strip_local_functions(model)
+        else:
+            payload = model.SerializeToString() if decomposed else None
+        variant = "int8-qdq-strongly-typed"
+    elif typing == "strong":
         payload = make_strongly_typed_fp16(model, islands)
         variant = "fp16-strongly-typed"
     elif info["has_functions"] and (strip_functions or tuple(version) < STRIP_FUNCTIONS_BELOW):
@@ -381,6 +415,8 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
                                             onnx_path, profiling_verbosity=job.profiling_verbosity)
     if not os.path.exists(engine_file) or os.path.getsize(engine_file) == 0:
         raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
+    if policy.int8:
+        require_int8_device(details.get("device"), onnx_path)
     from ..doctor import jetson_context
 
     jetson = jetson_context(with_clocks=False)
@@ -402,7 +438,8 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
         "jetson": dict(jetson["board"], power_mode=jetson["power_mode"]) if jetson else None,
         "plugins": plugin_library.manifest_record(library),  # named, never a path to load
         "custom_ops": custom_ops,
-        "precision": policy.describe(islands, typing, details.get("enforced_by")),
+        "precision": policy.describe(islands, typing, details.get("enforced_by"),
+                                     qdq_nodes=qdq_node_count(nodes) if policy.int8 else None),
         "profiles": [profile_record(job.profile)],
         "inputs": job.graph_io["inputs"],
         "outputs": job.graph_io["outputs"],

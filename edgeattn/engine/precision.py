@@ -13,13 +13,26 @@ terms; eps 1e-15 underflows). The policy keeps exactly those "FP32 islands" in F
 
 Our plugins take FP16 I/O and accumulate in FP32 inside their kernels, so they are not islands.
 
+INT8 (``--precision int8``) is explicit quantization only: the ONNX carries the Q/DQ pairs (``edgeattn quantize``),
+TensorRT runs the quantized Linear/Conv layers in INT8 and everything else as the FP16 policy says (weak typing:
+``BuilderFlag.INT8`` + the FP16 policy above, trtexec ``--int8 --fp16``; strongly typed TensorRT >= 11: the Q/DQ
+graph as it is, FP32 outside the quantized layers, no precision flags, as NVIDIA's guide asks: "Use explicit
+quantization with Strong Typing", TensorRT Developer Guide, Explicit Quantization). Plugins keep FP16/FP32 I/O:
+TensorRT cannot fuse Q/DQ into a plugin. A GPU without INT8 (TensorRT's hardware support matrix lists INT8 from
+compute capability 6.1, and not for 6.2, the TX2; the Jetson Nano is 5.3) is refused: :func:`int8_supported`.
+
 The islands are found on the ONNX graph (node dicts of :func:`edgeattn.onnx_graph.graph_nodes`): normalisation
 and softmax ops, every reduction, decomposed LayerNorm chains (ReduceMean -> Sub -> Pow -> ReduceMean -> Add -> Sqrt
 -> Div, as the TorchScript exporter emits below opset 17), and divisions whose denominator comes from an island.
 """
 from ..errors import EdgeAttnError, MissingDependencyError
 
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8")
+#: ONNX ops of explicit quantization (what ``--precision int8`` needs in the graph)
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+#: compute capabilities without INT8 in TensorRT (below 6.1, and the TX2's 6.2)
+NO_INT8_CAPABILITIES = ((6, 2),)
+INT8_MIN_CAPABILITY = (6, 1)
 
 #: ONNX ops computed in FP32 in FP16 engines
 FP32_OPS = {
@@ -44,7 +57,12 @@ class PrecisionPolicy(object):
 
     @property
     def fp16(self):
-        return self.precision == "fp16"
+        """FP16 outside the FP32 islands (and, for INT8, outside the quantized layers)."""
+        return self.precision in ("fp16", "int8")
+
+    @property
+    def int8(self):
+        return self.precision == "int8"
 
     @staticmethod
     def typing_mode(trt_version, has_fp16_flag=None):
@@ -77,10 +95,15 @@ class PrecisionPolicy(object):
             head, sep, _tail = head.rpartition("_")
         return False
 
-    def describe(self, islands=None, mode=None, enforced_by=None):
+    def describe(self, islands=None, mode=None, enforced_by=None, qdq_nodes=None):
         """The manifest's ``precision`` record."""
         record = {"precision": self.precision, "typing": mode if self.fp16 else "fp32"}
-        if self.fp16:
+        if self.int8:
+            record["quantization"] = {"kind": "explicit Q/DQ from the ONNX (edgeattn quantize)",
+                                      "qdq_nodes": qdq_nodes,
+                                      "outside_qdq": "fp32 (strongly typed)" if mode == "strong" else
+                                      "fp16 with the FP32 islands"}
+        if self.fp16 and not (self.int8 and mode == "strong"):
             counts = {}
             for reason in (islands or {}).values():
                 counts[reason] = counts.get(reason, 0) + 1
@@ -92,6 +115,23 @@ class PrecisionPolicy(object):
                 "enforced_by": enforced_by,
             })
         return record
+
+
+def qdq_node_count(nodes):
+    """Q/DQ nodes among ``nodes`` (``onnx_graph.graph_nodes`` dicts)."""
+    return sum(1 for node in nodes if node["op_type"] in QDQ_OPS and node["domain"] in ("", "ai.onnx"))
+
+
+def int8_supported(capability):
+    """Whether TensorRT runs INT8 on a GPU of compute capability ``capability`` ("8.7" or (8, 7)); None when
+    unknown."""
+    if not capability:
+        return None
+    try:
+        parts = tuple(int(p) for p in (capability.split(".") if isinstance(capability, str) else capability))
+    except (TypeError, ValueError):
+        return None
+    return parts[:2] >= INT8_MIN_CAPABILITY and parts[:2] not in NO_INT8_CAPABILITIES
 
 
 def find_fp32_islands(nodes):

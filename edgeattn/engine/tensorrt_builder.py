@@ -64,9 +64,14 @@ def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, isla
     enforced_by = None
     if policy.fp16 and typing == "weak":
         pinned = apply_weak_typing(trt, network, config, policy, islands)
-        enforced_by = "BuilderFlag.FP16 + {} ({} layers pinned to FP32)".format(
+        if policy.int8:  # explicit quantization: the Q/DQ layers give the scales, no calibrator
+            config.set_flag(trt.BuilderFlag.INT8)
+        enforced_by = "BuilderFlag.{}FP16 + {} ({} layers pinned to FP32)".format(
+            "INT8 + " if policy.int8 else "",
             "OBEY_PRECISION_CONSTRAINTS" if hasattr(trt.BuilderFlag, "OBEY_PRECISION_CONSTRAINTS")
             else "STRICT_TYPES", len(pinned))
+    elif policy.int8:
+        enforced_by = "the Q/DQ graph's types (strongly typed network)"
     elif policy.fp16:
         enforced_by = "explicit casts in the ONNX (strongly typed network)"
     if profiling_verbosity:

@@ -15,6 +15,7 @@ OPTIONS = {
     "--saveEngine": (_ALWAYS, None),
     "--loadEngine": (_ALWAYS, None),
     "--fp16": (_ALWAYS, (11, 0)),
+    "--int8": (_ALWAYS, (11, 0)),
     "--stronglyTyped": ((9, 0), None),
     "--minShapes": (_ALWAYS, None),
     "--optShapes": (_ALWAYS, None),
@@ -95,7 +96,7 @@ def plugin_options(version, library, serialize=False):
 
 def build_command(trtexec, version, onnx_path, engine_path, fp16=False, fp32_layers=(), plugin_library=None,
                   profile=None, workspace_mb=None, timing_cache=None, version_compatible=False,
-                  profiling_verbosity=None):
+                  profiling_verbosity=None, int8=False):
     """Argument list for building ``engine_path`` from ``onnx_path`` (no inference run).
 
     ``fp16``: weak typing (``--fp16``), only up to TensorRT 10.x; with ``fp32_layers`` those layers are pinned to
@@ -103,9 +104,14 @@ def build_command(trtexec, version, onnx_path, engine_path, fp16=False, fp32_lay
     ``--layerOutputTypes``, 8.4+). From TensorRT 11 networks are strongly typed: the caller hands an FP16 ONNX and
     sets ``fp16=False``. ``profile``: list of ``(name, min, opt, max)``. ``profiling_verbosity``: ``detailed``,
     ``layer_names_only`` or ``none`` (``--profilingVerbosity``, 8.2+; trtexec's default is layer names only).
+    ``int8``: ``--int8`` for a Q/DQ ONNX (explicit quantization, no calibration), up to 10.x (strongly typed 11.x
+    takes the Q/DQ graph without a flag).
     """
     args = [trtexec, "--onnx={}".format(onnx_path), "--saveEngine={}".format(engine_path)]
     args.append("--skipInference" if supports(version, "--skipInference") else "--buildOnly")
+    if int8:
+        _require(version, "--int8", "weakly typed INT8 (--int8)")
+        args.append("--int8")
     if fp16:
         _require(version, "--fp16", "weakly typed FP16 (--fp16)")
         args.append("--fp16")

@@ -208,3 +208,26 @@ def onnx_available():
 
 needs_ort = pytest.mark.skipif(not ort_available(), reason="onnxruntime is not installed")
 needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnx is not installed (device-side environment)")
+
+
+def qdq_matmul_model(batch=2, features=8, seed=0):
+    """x -> Q -> DQ -> MatMul (weight W -> Q -> DQ, per channel) -> Relu: the explicit-quantization pattern
+    `edgeattn quantize` writes (INT8, zero points 0); serialized ModelProto bytes."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weight = rng.standard_normal((features, features)).astype(np.float32)
+    inits = [numpy_helper.from_array(weight, "W"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+             numpy_helper.from_array(np.array(0, np.int8), "x_zero"),
+             numpy_helper.from_array((np.abs(weight).max(axis=0) / 127).astype(np.float32), "W_scale"),
+             numpy_helper.from_array(np.zeros(features, np.int8), "W_zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="/fc/x_Q"),
+             helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="/fc/x_DQ"),
+             helper.make_node("QuantizeLinear", ["W", "W_scale", "W_zero"], ["wq"], name="/fc/W_Q", axis=1),
+             helper.make_node("DequantizeLinear", ["wq", "W_scale", "W_zero"], ["wd"], name="/fc/W_DQ", axis=1),
+             helper.make_node("MatMul", ["xd", "wd"], ["h"], name="/fc/MatMul"),
+             helper.make_node("Relu", ["h"], ["r"], name="/act/Relu")]
+    return _model_bytes(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, features])],
+                        [helper.make_tensor_value_info("r", TensorProto.FLOAT, [batch, features])], inits,
+                        {"": 17})

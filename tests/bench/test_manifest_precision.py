@@ -161,7 +161,7 @@ def test_layer_pinning_and_typing_mode():
     assert PrecisionPolicy.typing_mode((11, 0, 0)) == "strong"
     assert PrecisionPolicy.typing_mode((10, 3, 0), has_fp16_flag=False) == "strong"
     with pytest.raises(EdgeAttnError):
-        PrecisionPolicy("int8")
+        PrecisionPolicy("int4")
 
 
 def test_strongly_typed_rewrite_needs_onnx(monkeypatch):

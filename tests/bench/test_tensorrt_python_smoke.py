@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from bench_helpers import layernorm_model, matmul_model
+from bench_helpers import layernorm_model, matmul_model, qdq_matmul_model
 from edgeattn.engine import build_engine
 from edgeattn.errors import EdgeAttnError
 
@@ -37,7 +37,7 @@ def _fake_tensorrt(layers, parse_ok=True, version="10.3.0"):
     trt.get_plugin_registry = lambda: types.SimpleNamespace(all_creators=[creator])
     trt.NetworkDefinitionCreationFlag = types.SimpleNamespace(STRONGLY_TYPED=_Enum("STRONGLY_TYPED"))
     trt.BuilderFlag = types.SimpleNamespace(FP16=_Enum("FP16"), OBEY_PRECISION_CONSTRAINTS=_Enum("OBEY"),
-                                            VERSION_COMPATIBLE=_Enum("VC"))
+                                            VERSION_COMPATIBLE=_Enum("VC"), INT8=_Enum("INT8"))
     trt.MemoryPoolType = types.SimpleNamespace(WORKSPACE="workspace")
     state = {"flags": [], "profiles": [], "pool": None}
 
@@ -144,6 +144,35 @@ def test_fp16_weak_typing_pins_island_layers(fake_trt, tmp_path, write_model, is
     assert manifest["tensorrt"]["builder"] == "tensorrt-python" and manifest["tensorrt"]["version"] == "10.3.0"
     assert manifest["precision"]["pinned_layers"] == sorted(pinned, key=[l.name for l in layers].index)
     assert json.load(open(engine + ".json"))["precision"]["typing"] == "weak"
+
+
+def test_int8_sets_the_int8_flag_beside_the_fp16_policy(fake_trt, tmp_path, write_model, isolated_path, no_jetson):
+    """Explicit quantization on weakly typed TensorRT (8.x-10.x): BuilderFlag.INT8 (no calibrator) with the FP16
+    policy for the layers outside the Q/DQ pairs; a strongly typed network (11.x) gets no precision flag."""
+    layers = [_Layer("/fc/MatMul", "MATRIX_MULTIPLY"), _Layer("/attn/Softmax", "SOFTMAX")]
+    state = fake_trt(layers)
+    manifest = build_engine(write_model(qdq_matmul_model()), str(tmp_path / "m.engine"), precision="int8",
+                            backend="tensorrt")
+    assert state["flags"] == ["FP16", "OBEY", "INT8"]
+    assert manifest["precision"]["precision"] == "int8" and manifest["precision"]["quantization"]["qdq_nodes"] == 4
+    assert "BuilderFlag.INT8 + FP16" in manifest["precision"]["enforced_by"]
+    state = fake_trt(layers, version="11.1.0")
+    manifest = build_engine(write_model(qdq_matmul_model()), str(tmp_path / "s.engine"), precision="int8",
+                            backend="tensorrt")
+    assert state["flags"] == [] and manifest["precision"]["typing"] == "strong"
+    assert manifest["source_onnx"]["variant"] == "int8-qdq-strongly-typed"
+
+
+def test_int8_refused_on_a_gpu_without_it_before_building(fake_trt, tmp_path, write_model, monkeypatch):
+    import edgeattn.doctor as doctor
+
+    state = fake_trt([])
+    monkeypatch.setattr(doctor, "cuda_device", lambda *a, **k: {"name": "NVIDIA Tegra X1",
+                                                                "compute_capability": "5.3"})
+    with pytest.raises(EdgeAttnError, match="compute capability 5.3"):
+        build_engine(write_model(qdq_matmul_model()), str(tmp_path / "m.engine"), precision="int8",
+                     backend="tensorrt")
+    assert "parsed_path" not in state and not (tmp_path / "m.engine").exists()
 
 
 def test_parse_failure_lists_registered_creators(fake_trt, tmp_path, write_model, plugins_stub):
