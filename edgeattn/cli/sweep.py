@@ -15,8 +15,9 @@ from .options import allow_engine_host_code_option, backend_option, plugin_mode_
               help="Power mode IDs to visit (comma list, as the board numbers them), or all. On host-cpu the IDs "
                    "are thread counts.")
 @click.option("--precision", "precisions", default="fp32", show_default=True,
-              help="Comma list of fp32, fp16. ONNX models on a Jetson get one engine per precision; ONNX Runtime "
-                   "on the CPU runs fp32 only.")
+              help="Comma list of fp32, fp16, int8 (int8 builds MODEL.int8.onnx from `edgeattn quantize`, found "
+                   "beside MODEL.onnx). ONNX models on a Jetson get one engine per precision; ONNX Runtime "
+                   "on the CPU runs fp32, and int8 as the Q/DQ file itself.")
 @backend_option(("auto", "onnxruntime", "tensorrt", "trtexec"), help="Benchmark backend (passed to edgeattn bench).")
 @click.option("--clocks", type=click.Choice(["default", "max"]), default="default", show_default=True,
               help="max: lock clocks at each mode's maxima with jetson_clocks (stored first, restored after).")

@@ -47,12 +47,13 @@ def build_engines(variants, out_dir, builder, echo):
     engine_dir = os.path.join(out_dir, "engines")
     for variant in variants:
         if not variant["build"]:
-            variant["bench_path"] = variant["model"]["path"]
+            variant["bench_path"] = variant.get("source") or variant["model"]["path"]
             continue
         target = os.path.join(engine_dir, "{}.{}.engine".format(variant["model"]["name"], variant["precision"]))
         variant["bench_path"] = target
+        source = variant.get("source") or variant["model"]["path"]  # int8: the model's Q/DQ file
         if os.path.isfile(target):
-            why = stale_engine_reason(target, variant["model"]["path"])
+            why = stale_engine_reason(target, source)
             if why is None:
                 echo("reusing engine {}".format(target))
                 continue
@@ -61,7 +62,7 @@ def build_engines(variants, out_dir, builder, echo):
             echo("building {} engine for {}".format(variant["precision"], variant["model"]["name"]))
         os.makedirs(engine_dir, exist_ok=True)
         with all_or_nothing():  # an engine and its manifest, or neither
-            builder(variant["model"]["path"], target, precision=variant["precision"])
+            builder(source, target, precision=variant["precision"])
         if not os.path.isfile(target):
-            raise EdgeAttnError("building {} produced no engine at {}".format(variant["model"]["path"], target))
+            raise EdgeAttnError("building {} produced no engine at {}".format(source, target))
 

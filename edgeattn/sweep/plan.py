@@ -13,7 +13,9 @@ from .. import profiles as profiles_io
 from ..errors import EdgeAttnError
 from ..jetson import board as board_io
 
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8")
+#: the file name `edgeattn quantize` gives a model's Q/DQ version (``model.onnx`` -> ``model.int8.onnx``)
+QUANTIZED_SUFFIX = ".int8.onnx"
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 ONNX_SUFFIXES = (".onnx",)
 AS_BUILT = "as-built"
@@ -143,15 +145,29 @@ def plan_variants(entries, precisions, profile, backend, echo):
                              "(precision column from the benchmark)".format(entry["name"]))
             variants.append({"model": entry, "precision": AS_BUILT, "build": False})
             continue
+        quantized = entry["path"].endswith(QUANTIZED_SUFFIX)
         for precision in precisions:
-            if onnx_runtime:
+            source = entry["path"]
+            if precision == "int8" and not quantized:
+                source = entry["path"][:-len(".onnx")] + QUANTIZED_SUFFIX if entry["path"].endswith(".onnx") else None
+                if source is None or not os.path.isfile(source):
+                    notes.append("{} int8: skipped, no {} beside it (run `edgeattn quantize {}` first)".format(
+                        entry["name"], os.path.basename(source or entry["path"] + QUANTIZED_SUFFIX), entry["path"]))
+                    continue
+            elif precision != "int8" and quantized:
+                notes.append("{} {}: skipped, {} is quantized (Q/DQ): it builds as int8 only".format(
+                    entry["name"], precision, entry["path"]))
+                continue
+            if onnx_runtime and precision == "int8":  # ONNX Runtime runs the Q/DQ file itself
+                variants.append({"model": entry, "precision": "int8", "build": False, "source": source})
+            elif onnx_runtime:
                 if precision != "fp32":
-                    notes.append("{} {}: skipped, ONNX Runtime on the CPU runs fp32 only".format(
+                    notes.append("{} {}: skipped, ONNX Runtime on the CPU runs fp32 and int8 (Q/DQ) only".format(
                         entry["name"], precision))
                     continue
                 variants.append({"model": entry, "precision": "fp32", "build": False})
             else:
-                variants.append({"model": entry, "precision": precision, "build": True})
+                variants.append({"model": entry, "precision": precision, "build": True, "source": source})
     for note in notes:
         echo(note)
     if not variants:

@@ -194,3 +194,21 @@ def test_report_errors(tmp_path, invoke):
     _write_results(empty, [])
     assert "nothing to report" in invoke(["report", empty], expect=2).stderr
     assert not os.path.exists(os.path.join(empty, "report.md"))
+
+
+def test_int8_is_reported_like_the_other_precisions(tmp_path):
+    """A sweep with --precision fp32,fp16,int8: int8 gets its section (after fp32 and fp16) with its own numbers."""
+    mode = AGX_MODES[3]
+    rows = [_row(model, mode, precision, fps) for model, precision, fps in (
+        ("GLOBAL", "fp32", 108.0), ("GLOBAL", "fp16", 298.0), ("GLOBAL", "int8", 350.0),
+        ("ELFATT", "fp32", 174.0), ("ELFATT", "int8", 410.0))]
+    out = str(tmp_path / "int8")
+    _write_results(out, rows)
+    build_report(out, plots=False)
+    report = open(os.path.join(out, "report.md")).read()
+    sections = [line for line in report.splitlines() if line.startswith("## ") and line[3:] in ("fp32", "fp16",
+                                                                                                 "int8")]
+    assert sections == ["## fp32", "## fp16", "## int8"]
+    int8 = report.split("## int8", 1)[1]
+    assert "| ELFATT | 410.0" in int8 and "| GLOBAL | 350.0" in int8
+    assert "{:.2f}x".format(410.0 / 350.0) in int8

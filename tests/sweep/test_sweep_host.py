@@ -31,10 +31,28 @@ def test_host_cpu_sweep_runs_thread_budgets(plain_host, tmp_path):
         assert row["throughput_items_per_s"] == stubbench.expected_fps(row["model"], threads=row["mode_id"])
         assert row["power"]["source"] == "none" and row["energy_per_item_j"] is None
         assert row["throttled"] is None
-    assert any("fp16: skipped, ONNX Runtime on the CPU runs fp32 only" in line for line in lines)
+    assert any("fp16: skipped, ONNX Runtime on the CPU runs fp32 and int8 (Q/DQ) only" in line for line in lines)
     data = json.load(open(str(tmp_path / "out" / "results.json")))
-    assert "m1 fp16: skipped, ONNX Runtime on the CPU runs fp32 only" in data["notes"]
+    assert "m1 fp16: skipped, ONNX Runtime on the CPU runs fp32 and int8 (Q/DQ) only" in data["notes"]
     assert data["restore"]["mode"]["ok"] and data["status"] == "complete"
+
+
+def test_int8_runs_the_quantized_file_beside_the_model(plain_host, tmp_path):
+    """--precision fp32,int8 on the host: m1.int8.onnx (edgeattn quantize's name) is m1's int8 column; m2 has none
+    and is skipped with a note; a quantized file given itself runs as int8 only."""
+    bench = stubbench.make_bench(sleep_s=0.01)
+    m1, m2 = _model(tmp_path, "m1"), _model(tmp_path, "m2")
+    quantized = _model(tmp_path, "m1.int8")
+    lines = []
+    outcome = run_sweep([m1, m2], profile="host-cpu", modes="1", precisions="fp32,int8", settle_s=0, repeats=1,
+                        duration_s=0.01, out_dir=str(tmp_path / "out"), bench=bench, echo=lines.append)
+    assert sorted((row["model"], row["precision"]) for row in outcome.rows) == [
+        ("m1", "fp32"), ("m1", "int8"), ("m2", "fp32")]
+    assert sorted(set(call["model_path"] for call in bench.calls)) == sorted([m1, quantized, m2])
+    assert any("m2 int8: skipped, no m2.int8.onnx beside it" in line for line in lines)
+    only = run_sweep([quantized], profile="host-cpu", modes="1", precisions="fp32,int8", settle_s=0, repeats=1,
+                     duration_s=0.01, out_dir=str(tmp_path / "out2"), bench=bench, echo=lines.append)
+    assert [(row["model"], row["precision"]) for row in only.rows] == [("m1.int8", "int8")]
 
 
 def test_progress_shows_mode_model_repeat_and_eta(plain_host, tmp_path):
@@ -50,7 +68,7 @@ def test_progress_shows_mode_model_repeat_and_eta(plain_host, tmp_path):
     (dict(clocks="max"), "--clocks max needs a Jetson"),
     (dict(modes="99"), "mode(s) 99 not on this board; its modes are: 1 1 thread"),
     (dict(modes="a,b"), "--modes takes 'all' or mode IDs"),
-    (dict(precisions="int8"), "--precision takes a comma list of fp32, fp16"),
+    (dict(precisions="int4"), "--precision takes a comma list of fp32, fp16, int8"),
     (dict(repeats=0), "--repeats must be at least 1"),
     (dict(precisions="fp16"), "nothing to measure"),
     # the product's minimum (the fake-board tests lower it for themselves only, tests/sweep_timing.py)
