@@ -31,6 +31,7 @@ DEVICE_SIDE_GLOBS = [
     "edgeattn/plugins.py",
     "edgeattn/plugins/**/*.py",
     "edgeattn/onnx_graph.py",
+    "edgeattn/onnx_fold.py",
     "edgeattn/progress.py",
     "edgeattn/console.py",
     "edgeattn/doctor.py",

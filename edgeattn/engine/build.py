@@ -150,7 +150,7 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     ``detailed`` (every layer's type, precision, tactic and tensors stay in the engine for ``edgeattn inspect``),
     ``layer_names_only`` (TensorRT's default) or ``none``.
     """
-    from . import plugin_selection
+    from . import decomposition, plugin_selection
 
     say = progress or (lambda message: None)
     policy = PrecisionPolicy(precision)
@@ -204,7 +204,7 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
         if plugins:
             warn("--plugins off: the plugin library {} is not used".format(plugins))
         library = None
-        built, sources = plugin_selection.decompose(model, families)
+        built, sources = decomposition.decompose(model, families)
     else:
         library = plugin_library.resolve(plugins, custom_ops=custom_ops,
                                          load=True if backend == "tensorrt" else "optional")
@@ -289,7 +289,7 @@ def _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer
     directory beside the engine, then move the fastest (and its manifest) into place."""
     import shutil
 
-    from . import plugin_selection
+    from . import decomposition, plugin_selection
     from ..bench import run_benchmark  # build sits above bench: it times candidates with bench's public entry
 
     say = job.say
@@ -316,7 +316,7 @@ def _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer
             say("{}: skipped, {}".format(label, candidate.error))
             return
         try:
-            built, sources = plugin_selection.decompose(model, candidate.standard_ops)
+            built, sources = decomposition.decompose(model, candidate.standard_ops)
             engine_file = os.path.join(workdir, "candidate-{}.engine".format(counter[0]))
             say("{}: building".format(label))
             # Functions are always stripped here: a candidate named "plugins: X" must not quietly inline X.
@@ -348,7 +348,7 @@ def _build_fastest(job, model, families, custom_ops, plugins, mode_reason, timer
             "mode": "auto", "requested": job.rebuild["plugin_mode"], "reason": mode_reason,
             "custom_ops": families, "plugin_ops": sorted(winner.plugin_ops),
             "standard_ops": sorted(winner.standard_ops),
-            "decomposition": plugin_selection.decomposition_sources(model, families),
+            "decomposition": decomposition.decomposition_sources(model, families),
             "selected": winner.name, "selected_because": winner.reason,
             "ops": plugin_selection.op_verdicts(families, candidates, winner),
             "strategy": plugin_selection.STRATEGY, "metric": plugin_selection.metric_key(candidates),

@@ -21,7 +21,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from bench_helpers import needs_ort, write_plugin_library  # noqa: E402
-from edgeattn.engine import build_engine, plugin_selection  # noqa: E402
+from edgeattn.engine import build_engine, decomposition, plugin_selection  # noqa: E402
 from edgeattn.errors import EdgeAttnError  # noqa: E402
 
 LITE = "EdgeAttnLiteMLA"
@@ -398,7 +398,7 @@ def test_decomposition_computes_what_the_model_computes(with_functions):
     source.CopyFrom(model)
     if not with_functions:
         del source.functions[:]  # the --target tensorrt file
-    plain, sources = plugin_selection.decompose(source, [LITE, BLOCKIFY])
+    plain, sources = decomposition.decompose(source, [LITE, BLOCKIFY])
     ops = collections.Counter(node.op_type for node in plain.graph.node)
     assert not plain.functions and ops["If"] == 0 and ops["TfIdfVectorizer"] == 0 and not ops[LITE]
     assert ops["Softmax"] >= 1 and ops["MatMul"] >= 2
@@ -422,7 +422,7 @@ def test_decomposition_computes_what_the_model_computes(with_functions):
 
 def test_decomposing_one_family_keeps_the_other(tmp_path):
     model = real_body_model()
-    partly, sources = plugin_selection.decompose(model, [LITE])
+    partly, sources = decomposition.decompose(model, [LITE])
     assert list(sources) == [LITE]
     assert [node.op_type for node in partly.graph.node if node.domain == "trt.plugins"] == [BLOCKIFY]
     assert [function.name for function in partly.functions] == [BLOCKIFY]
@@ -437,7 +437,7 @@ def test_plugins_off_builds_the_real_decomposition(invoke, setup, tmp_path, writ
     trtexec = setup.trtexec if version == "10.3.0" else install_version(tmp_path, version)
     invoke(["build", path, "--backend", "trtexec", "--trtexec", trtexec, "--plugins", "off"], expect=0)
     assert _engine_header(str(tmp_path / "real.engine"))["plugins"] == []
-    monkeypatch.setattr(plugin_selection, "fold_constants", lambda model: 0)
+    monkeypatch.setattr(decomposition, "fold_constants", lambda model: 0)
     result = invoke(["build", path, "--backend", "trtexec", "--trtexec", trtexec, "--plugins", "off", "-o",
                      str(tmp_path / "unfolded.engine")], expect=2)
     assert "TfIdfVectorizer" in result.stderr

@@ -120,7 +120,7 @@ def test_decomposed_lite_mla_normaliser_is_an_island(kernel):
     EfficientViT code runs them; the projections around it are free to run in FP16."""
     from onnx import TensorProto, helper
 
-    from edgeattn.engine import plugin_selection
+    from edgeattn.engine import decomposition
     from edgeattn.export import functions
     from edgeattn.onnx_graph import graph_nodes
     from edgeattn.schemas import get_schema
@@ -140,7 +140,7 @@ def test_decomposed_lite_mla_normaliser_is_an_island(kernel):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt.plugins", 1)],
                               ir_version=8)
     functions.attach_functions(model)
-    decomposed, _sources = plugin_selection.decompose(model, ["EdgeAttnLiteMLA"])
+    decomposed, _sources = decomposition.decompose(model, ["EdgeAttnLiteMLA"])
     nodes = graph_nodes(decomposed)
     islands = PrecisionPolicy("fp16").fp32_islands(nodes)
     by_name = {node["name"]: node for node in nodes}
