@@ -18,8 +18,8 @@ from .errors import EdgeAttnError
 #: Where JetPack installs trtexec (it is not on PATH there).
 JETPACK_TRTEXEC = "/usr/src/tensorrt/bin/trtexec"
 
-#: Jetson SoC -> CUDA device name as trtexec's "Selected Device:" prints it (``setCudaDevice`` in
-#: NVIDIA/TensorRT ``samples/common/sampleDevice.cpp`` prints ``cudaDeviceProp.name``; real Jetson logs show these); the compute
+#: Jetson SoC -> CUDA device name as trtexec's "Selected Device:" prints it (``setCudaDevice`` in NVIDIA/TensorRT
+#: ``samples/common/sampleDevice.cpp`` prints ``cudaDeviceProp.name``; real Jetson logs show these); the compute
 #: capability comes from edgeattn.jetson.board. Used when no CUDA probe works (old L4T has no nvidia-smi).
 JETSON_CUDA_NAMES = {"tegra210": "NVIDIA Tegra X1", "tegra194": "Xavier", "tegra234": "Orin"}
 

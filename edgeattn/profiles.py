@@ -1,5 +1,9 @@
 """Board profiles (``profiles/*.yaml``): loading, validation, matching a detected board, cross-checking modes.
 
+Why one module: loading, the JSON-Schema subset it interprets, the rules a schema cannot say and matching a
+detected board all work on the one profile structure ``profiles/schema.yaml`` defines; apart, each would re-read
+that structure.
+
 A profile describes one Jetson module (or ``host-cpu``): identity strings, compute capability, one or more
 nvpmodel mode tables, the JetPack -> TensorRT/CUDA table. Profiles are a *cross-check*: a sweep reads the real
 mode IDs from the board (``/etc/nvpmodel.conf``) and only warns when they disagree with the profile.

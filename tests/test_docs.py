@@ -124,3 +124,27 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
                 broken.append("{} -> {}".format(page, target))
     assert pages[1:], "docs/ has no pages"
     assert not broken, broken
+
+
+def _package_rows():
+    """The modules the README's package table names (``edgeattn/x.py`` and ``edgeattn/x/`` both as ``x``)."""
+    table = _readme().split("The package, top-level module by module:", 1)[1]
+    return {name.rstrip("/").rsplit(".py", 1)[0] for name in re.findall(r"`edgeattn/([\w.]+/?)`", table)}
+
+
+def test_the_readme_package_table_matches_the_tree():
+    """Every top-level module and package of edgeattn/ has a row (a new one needs its row, a moved one its row
+    updated), and every row names something that exists (``x.py`` or ``x/`` alike, so a module that becomes a
+    package keeps its row)."""
+    package = os.path.join(REPO, "edgeattn")
+    tree = set()
+    for name in os.listdir(package):
+        path = os.path.join(package, name)
+        if name.endswith(".py") and name != "__init__.py":
+            tree.add(name[:-3])
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            tree.add(name)
+    rows = _package_rows()
+    assert not tree - rows, "README's package table lacks a row for: {}".format(", ".join(sorted(tree - rows)))
+    assert not rows - tree, "README's package table names what edgeattn/ lacks: {}".format(
+        ", ".join(sorted(rows - tree)))

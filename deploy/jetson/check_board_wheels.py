@@ -10,7 +10,8 @@ PyPI only: local wheel folders and mirrors of this machine are ignored):
 2. ``pip download REQUIREMENTS`` with dependencies: the whole set, transitive dependencies included, resolves to
    wheels, so ``pip install`` on the board never has to compile anything.
 
-JetPack lines (NVIDIA's JetPack release notes, developer.nvidia.com/embedded/jetpack-archive): 4.6 is Ubuntu 18.04 (glibc 2.27) on the Nano, where edgeattn runs on the
+JetPack lines (NVIDIA's JetPack release notes, developer.nvidia.com/embedded/jetpack-archive): 4.6 is Ubuntu 18.04
+(glibc 2.27) on the Nano, where edgeattn runs on the
 distribution's python3.8; 5 is Ubuntu 20.04 (glibc 2.31) with Python 3.8; 6 is Ubuntu 22.04 (glibc 2.35) with 3.10.
 
     python deploy/jetson/check_board_wheels.py            # exit 0: all resolve; 1: a requirement does not;

@@ -1,9 +1,13 @@
 """``edgeattn build``: ONNX -> TensorRT engine + manifest, with the TensorRT Python builder or trtexec.
 
+Why one module: ``on``/``off`` and ``auto`` builds run the same steps in the same order (variant, decomposition,
+precision, build, manifest, rename); ``auto`` only repeats them per candidate, so both stay in one place.
+
 Order of work: read and check the ONNX (the onnx package, without external weights), resolve the optimization
 profile, the plugin mode (``--plugins on|off|auto``, :mod:`.plugin_selection`) and the plugin library, replace the
 custom ops that run without plugins by their standard-op decomposition, pick the ONNX variant the target TensorRT
-needs (docs/custom-ops.md: TensorRT 9.0-10.6 inline a same-named local function instead of calling the plugin), apply the precision policy, build into a temporary file, then write the manifest and
+needs (docs/custom-ops.md: TensorRT 9.0-10.6 inline a same-named local function instead of calling the
+plugin), apply the precision policy, build into a temporary file, then write the manifest and
 rename the engine into place; ``auto`` builds and times each candidate in a temporary directory first and moves
 only the fastest into place. A failure at any step leaves no engine and no manifest behind.
 """

@@ -1,5 +1,8 @@
 """One precision policy for FP32 and FP16 engines, whichever way the TensorRT version types its networks.
 
+Why one module: the weak-typing route (TensorRT <= 10) and the strongly typed route (>= 11) are one policy, which
+nodes are FP32 islands, and must pick the same nodes; keeping them together keeps that choice in one function.
+
 FP16 breaks vision transformers in known places (NVIDIA/TensorRT issues #2709, #3999, #4723; mit-han-lab/efficientvit
 issue #142: "leads to overflow in the LayerNorm layers"): LayerNorm (the variance overflows FP16
 beyond |x - mean| ~ 256), softmax and the normaliser reductions/divisions of linear attention (sums of thousands of

@@ -1,5 +1,8 @@
 """``export_onnx``: PyTorch model -> ONNX file with TensorRT-ready custom attention nodes, checked against PyTorch.
 
+Why one module: the pipeline's steps hand one temporary file and one model from step to step, and the
+all-or-nothing rule (no file unless every check passed) holds only if they run in one place.
+
 Pipeline (into a temporary file beside the output, renamed onto it only after all checks pass, so no failure leaves
 a file behind):
 

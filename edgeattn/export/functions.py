@@ -1,5 +1,9 @@
 """Model-local ONNX functions: the standard-op decomposition of every edgeattn custom op.
 
+Why one module: the four bodies are written with one small graph builder (fresh value names, attribute references,
+string one-hots, shape arithmetic) and share its helpers (head split, LePE, Newton steps); split per op, each file
+would restate the builder's conventions.
+
 Each exported model of target "ort" carries one ``FunctionProto`` per custom op it uses (domain ``trt.plugins``,
 name = op_type), so ONNX Runtime runs the file as is; TensorRT gets the same graph without them and calls the plugin.
 

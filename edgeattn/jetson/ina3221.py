@@ -1,6 +1,7 @@
 """INA3221 power monitors read from sysfs: an alternative power source to tegrastats, with finer timing.
 
-Two drivers (as rbonghi/jetson_stats ``jtop/core/power.py`` reads them): JetPack 4's IIO driver ``ina3221x`` (``iio:deviceN/rail_name_K``,
+Two drivers (as rbonghi/jetson_stats ``jtop/core/power.py`` reads them): JetPack 4's IIO driver ``ina3221x``
+(``iio:deviceN/rail_name_K``,
 ``in_power{K}_input`` mW, ``in_current{K}_input`` mA, ``in_voltage{K}_input`` mV) and JetPack 5+'s hwmon driver
 ``ina3221`` (``hwmon/hwmonN/in{K}_label``, ``in{K}_input`` mV, ``curr{K}_input`` mA; power = mV x mA / 1000).
 Channels labelled ``NC``, empty labels and channel 7 (``sum of shunt voltages``) are skipped, as jtop does.

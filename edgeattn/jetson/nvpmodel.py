@@ -1,7 +1,11 @@
 """nvpmodel: read the mode table (conf file or ``nvpmodel -p --verbose``), query the current mode, switch modes.
 
-Formats and behaviours (the conf header's FORMAT comment in NVIDIA's ``/etc/nvpmodel/*.conf``; rbonghi/jetson_stats
-``jtop/core/nvpmodel.py``; real captures in tests/fixtures/jetson/nvpmodel): ``nvpmodel -q`` prints optional ``NVPM WARN``/``NV Fan Mode`` lines,
+Why one module: the conf parser, the ``-p --verbose`` and ``-q`` parsers and the switch all produce or consume one
+mode-table model (:class:`NvpmodelConf`), so the formats of one tool stay side by side.
+
+Formats and behaviours (the conf header's FORMAT comment in NVIDIA's ``/etc/nvpmodel/*.conf``;
+rbonghi/jetson_stats ``jtop/core/nvpmodel.py``; real captures in tests/fixtures/jetson/nvpmodel): ``nvpmodel -q``
+prints optional ``NVPM WARN``/``NV Fan Mode`` lines,
 ``NV Power Mode: <NAME>`` and the numeric ID on the next line, and (unprivileged) trailing ``NVPM ERROR`` lines;
 ``-q --verbose`` adds ``NVPM VERB: PARAM ...: REAL_VAL: x CONF_VAL: y`` lines; ``-p --verbose`` dumps the parsed
 conf (``PM_CONFIG: DEFAULT=NAME(id)``, ``POWER_MODEL: ID=n NAME=x``, setting lines); ``-m <id>`` switches live
@@ -116,7 +120,8 @@ class ConfMode(object):
     @property
     def reboot_key(self):
         """Modes with equal keys switch live; a different key makes nvpmodel ask for a reboot (jtop's rule in
-        ``jtop/core/nvpmodel.py``: a mode whose TPC_PG_MASK differs "is not compatible" without a reboot). None when the conf has no power-gating masks (e.g. Jetson Nano: always live)."""
+        ``jtop/core/nvpmodel.py``: a mode whose TPC_PG_MASK differs "is not compatible" without a reboot). None when
+        the conf has no power-gating masks (e.g. Jetson Nano: always live)."""
         if self.tpc_pg_mask is None and self.fbp_pg_mask is None:
             return None
         return (self.tpc_pg_mask, self.fbp_pg_mask)
@@ -204,7 +209,8 @@ def parse_conf(text, source=None):
 
 
 def parse_parse_verbose(text, source="nvpmodel -p --verbose"):
-    """Parse ``nvpmodel -p --verbose`` (jtop's ``nvpmodel_decode`` reads the same): the default, every mode and its settings."""
+    """Parse ``nvpmodel -p --verbose`` (jtop's ``nvpmodel_decode`` reads the same): the default, every mode and its
+    settings."""
     conf = NvpmodelConf(source=source)
     current = None
     for raw in (text or "").splitlines():
@@ -315,7 +321,8 @@ _PRIVILEGE_MARKERS = ("Please run as root", "superuser privileges", "a password 
 
 
 def parse_switch(text, returncode, mode_id=None):
-    """Classify ``nvpmodel -m`` output (captures in tests/fixtures/jetson/nvpmodel). The exit status of a declined reboot is not
+    """Classify ``nvpmodel -m`` output (captures in tests/fixtures/jetson/nvpmodel). The exit status of a declined
+    reboot is not
     documented, so the text decides first."""
     errors, warnings = [], []
     for raw in (text or "").splitlines():

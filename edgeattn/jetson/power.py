@@ -1,7 +1,8 @@
 """Power and telemetry summaries over tegrastats/INA3221 samples: per rail mean/min/max, the total, GPU load and
 frequency, temperatures, time span and energy. ``edgeattn power LOG`` and the sweep use the same functions.
 
-Which rail is the total (rbonghi/jetson_stats ``jtop/core/power.py`` ``total_power``): ``VDD_IN`` or ``POM_5V_IN`` when present (module
+Which rail is the total (rbonghi/jetson_stats ``jtop/core/power.py`` ``total_power``): ``VDD_IN`` or ``POM_5V_IN``
+when present (module
 input); otherwise the sum of the rails, labelled as such: on AGX Orin there is no input rail and the sum reads
 less than a meter at the supply. Energy is integrated from the samples' own instantaneous values; tegrastats'
 second rail value is its running average since start and is not used (rbonghi/jetson_stats issue #85).

@@ -1,6 +1,7 @@
 """tegrastats: one parser for every format from JetPack 4 to 7, and a sampler that runs tegrastats itself.
 
-Formats (real captures in tests/fixtures/jetson/tegrastats; rbonghi/jetson_stats ``jtop/core/tegra_parse.py``): optional ``MM-DD-YYYY HH:MM:SS`` prefix (JetPack 5+); ``RAM``/``SWAP``/``IRAM``
+Formats (real captures in tests/fixtures/jetson/tegrastats; rbonghi/jetson_stats ``jtop/core/tegra_parse.py``):
+optional ``MM-DD-YYYY HH:MM:SS`` prefix (JetPack 5+); ``RAM``/``SWAP``/``IRAM``
 blocks; ``CPU [X%@F,off,...]``; engines ``NAME X%``, ``X%@F``, ``X%@[F,F]``, ``@F``, ``@[F]``, a bare number
 (``APE 174``) or ``off``; temperatures ``name@T C`` in any case, ``-256C`` for absent sensors, JetPack 7's
 ``cpu@52.9C/52.9C``; rails ``NAME cur/avg`` (JetPack 4, mW without unit), ``curmW/avgmW`` and JetPack 7.2's three

@@ -1,5 +1,10 @@
 """Model checkpoints: our own safe format, and the state dicts that timm and the papers' official code write.
 
+Why one module: saving, reading (``torch.save`` or safetensors, wrapper keys, ``module.`` prefixes, the trust
+rule), converting an official layout and the strict build-and-load are one path with one refusal (a file that does
+not fit names the unmatched keys on both sides and the layouts tried); the layouts themselves live in
+:mod:`edgeattn.models.layouts`.
+
 Our format is a plain dictionary written with ``torch.save`` and read back with ``torch.load(weights_only=True)``,
 which never executes code from the file::
 

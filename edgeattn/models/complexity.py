@@ -1,5 +1,9 @@
 """Parameter and multiply-accumulate (MAC) counts, the way the papers' tables count them.
 
+Why one module: the counter (forward hooks plus a shape-only meta dispatch) and the per-module glue that feeds
+:mod:`edgeattn.cost` with each attention module's hyper-parameters are one mechanism; the formulas themselves live
+in :mod:`edgeattn.cost`.
+
 What is counted (batch 1, one forward pass at ``img_size`` x ``img_size``):
 
 * every ``nn.Linear`` / ``nn.Conv1d`` / ``nn.Conv2d`` that runs as a module, found by forward hooks: a Linear

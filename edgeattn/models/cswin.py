@@ -1,6 +1,9 @@
 """CSWin-T24181 and CSWin-B36292 with the attention variants of the ELFATT paper (GLOBAL, LOCAL, EFFATT, ELFATT,
 Agent, FLatten).
 
+Why one module: the six variants share the CSWin skeleton (stem, stages, merges, head, per-stage configuration) and
+differ only in the attention module each stage builds, a few lines per variant.
+
 Architecture (CSWin, Dong et al. CVPR 2022; the 2-4-18-1 "24181" tiny variant as defined in the FLatten /
 Agent-Attention repositories (``FLatten_CSWin_64_24181_tiny_224`` in LeapLabTHU/FLatten-Transformer
 ``models/flatten_cswin.py``, ``Agent_CSWin_64_24181_tiny_224`` in LeapLabTHU/Agent-Attention) and used by ELFATT):
@@ -26,7 +29,8 @@ Every attention module comes from :mod:`edgeattn.ops` (qkv projection, core, LeP
 
 EFFATT and ELFATT use the paper's hybrid third stage: VaniATT (= the GLOBAL module) and ELFATT alternate,
 VaniATT first ("VaniATT-ELFATT-...-VaniATT-ELFATT", ELFATT paper section IV-E). The ELFATT paper's MACs only
-reconcile with that layout for its EFFATT row too (nFA - FA = 0.18 G = the softmax cores of the stage-3 VaniATT half; the softmax-core MACs per block are
+reconcile with that layout for its EFFATT row too (nFA - FA = 0.18 G = the softmax cores of the stage-3 VaniATT half;
+the softmax-core MACs per block are
 2 N^2 C for full softmax, 2 N bs c2 for the block head).
 
 Block sizes and resolutions. The paper gives ELFATT's block sizes at 224x224: 49-49-196-49 for CSWin-T24181

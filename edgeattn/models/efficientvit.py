@@ -18,7 +18,8 @@ poster) swaps LiteMLA's ReLU feature map for
 phi(x) = [alpha x*x, beta sqrt(4/d) x, gamma] with learnable alpha, beta, gamma: by default one set per LiteMLA
 layer (``qt_params="layer"``: +3 parameters per LiteMLA, +21 / +30 / +45 for QT-ViT-1/2/3), or one per head
 group (``qt_params="head"``). The poster's detection-model parameter deltas (+0.3 / +0.5 / +1.0 M) cannot come
-from alpha, beta, gamma (a few dozen parameters) and the poster does not explain them, so they are not reproduced. QT-ViT-1/2/3 are
+from alpha, beta, gamma (a few dozen parameters) and the poster does not explain them, so they are not reproduced.
+QT-ViT-1/2/3 are
 the B1/B2/B3 backbones.
 
 Any input resolution of at least 32 works (every conv is 'same'-padded); the reported numbers are at 224.

@@ -1,6 +1,9 @@
 """Swin-T and Swin-B with the six attention variants of the ELFATT paper's Table I (LOCAL, GLOBAL, EFFATT, ELFATT,
 Agent, FLatten).
 
+Why one module: the six variants share timm's Swin skeleton (patch embedding, stages, merging, head) and differ
+only in the attention module of each block, a few lines per variant.
+
 Architecture (Liu et al., ICCV 2021), in timm's layout so that a timm ``swin_tiny_patch4_window7_224`` /
 ``swin_base_patch4_window7_224`` / ``swin_base_patch4_window12_384`` state dict loads into ``swin_t_local`` /
 ``swin_b_local`` unchanged (same keys, same logits):

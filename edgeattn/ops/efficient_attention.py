@@ -16,7 +16,8 @@ def efficient_attention(q, k, v, *, num_heads, out=None):
 
     Shapes: q, k, v (B, N, C), C = num_heads * d, channel c -> head c // d; returns (B, N, C).
     Equation: efficient attention (Shen et al., WACV 2021) E(Q, K, V) = rho_q(Q) (rho_k(K)^T V) with softmax
-    normalisation, rho_q over each token's d features, rho_k over the N tokens per feature (official code cmsflash/efficient-attention ``efficient_attention.py``: keys softmax over positions, queries over
+    normalisation, rho_q over each token's d features, rho_k over the N tokens per feature (official code
+    cmsflash/efficient-attention ``efficient_attention.py``: keys softmax over positions, queries over
     channels, no temperature); this is the global term of ELFATT Eq. 8/16 in its README-v2 normalised
     form softmax(Q) softmax(K)^T V, no temperature. The implied N x N matrix q_hat k_hat^T is row-stochastic.
     ``out`` (in the compute dtype): a (B, N, C) tensor or a channel slice of a larger buffer to write the result

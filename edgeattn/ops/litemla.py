@@ -1,7 +1,8 @@
 """LiteMLA: EfficientViT's multi-scale ReLU linear attention, and QT-ViT's compact quadratic Taylor kernel.
 
 Op contract: ``export/schemas/EdgeAttnLiteMLA.yaml`` (custom op ``torch.ops.edgeattn.lite_mla``). Sources:
-EfficientViT (Cai et al., ICCV 2023) ``LiteMLA`` / ``relu_linear_att`` (mit-han-lab/efficientvit ``efficientvit/models/nn/ops.py``) and
+EfficientViT (Cai et al., ICCV 2023) ``LiteMLA`` / ``relu_linear_att`` (mit-han-lab/efficientvit
+``efficientvit/models/nn/ops.py``) and
 the QT-ViT poster (Xu et al., NeurIPS 2024), final line of "Reduce the time complexity":
 phi(x) = concat(alpha x*x, beta sqrt(4/d) x, gamma).
 """
@@ -51,7 +52,8 @@ def lite_mla_attention(qkv, *, head_dim, kernel="relu", eps=None, qt_alpha=(1.0,
     per-layer alpha, beta, gamma (lists of floats or tensors with 1 or G entries; tensors keep gradients).
     FP16 hazards: x*x doubles the exponent (overflow past |x| 256), the N-term sums grow with N, eps = 1e-15
     flushes to 0 in FP16, and the QT denominator can approach 0 or go negative when 4 beta^4 > d alpha^2 gamma^2
-    (:meth:`LiteMLA.qt_positivity_margin`); feature maps, both reductions and the division run in FP32 here (half inputs upcast).
+    (:meth:`LiteMLA.qt_positivity_margin`); feature maps, both reductions and the division run in FP32 here (half
+    inputs upcast).
     """
     require(qkv.dim() == 4, "qkv must have shape (B, G*3*head_dim, H, W), got {}", tuple(qkv.shape))
     require(kernel in KERNELS, "kernel must be one of {}, got {!r}", KERNELS, kernel)

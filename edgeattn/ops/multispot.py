@@ -3,7 +3,8 @@ log-ratio bias, and an optional polynomial value map.
 
 Source: "Multi-Spot Transformer: An Efficient Transformer with Linear Complexity" (anonymous ICML submission),
 Eq. 2 (multi-spot interpolation: level weights p_hat_m * exp(mean logit) on pooled
-groups), Sec. 2.2 query-region sharing, polynomial value fitting. Where the paper leaves the layout open it is read as: query regions = ws x ws windows, region representative = mean
+groups), Sec. 2.2 query-region sharing, polynomial value fitting. Where the paper leaves the layout open it is read
+as: query regions = ws x ws windows, region representative = mean
 query, level 1 = top-k1 individual tokens, level m = p_m x p_m average-pooled K/V maps (top-k_m pooled tokens,
 or all of them), bias log p_hat_m on pooled logits, p_hat_m = exp(log_ratio) > 0 initialised to p_m^2 (the
 number of tokens a pooled token stands for). The separable-kernel mode is not implemented.

@@ -1,7 +1,8 @@
 """Board control for a sweep: the modes to visit, switching, clock locking, and restoring the original state.
 
 :class:`JetsonController` drives nvpmodel and jetson_clocks (through ``sudo -n`` when not root). The order of
-operations follows jtop's (rbonghi/jetson_stats ``jtop/core/nvpmodel.py``, ``jetson_clocks.py``): store clocks once to an explicit file before anything changes; before a
+operations follows jtop's (rbonghi/jetson_stats ``jtop/core/nvpmodel.py``, ``jetson_clocks.py``): store clocks once to
+an explicit file before anything changes; before a
 switch, unlock clocks (jetson_clocks pins the old mode's maxima); switch with the reboot prompt answered ``NO``
 (or ``YES`` with --allow-reboot); verify with ``nvpmodel -q``; lock again when asked. Restoring: unlock, switch
 back to the original mode, then ``jetson_clocks --restore`` the stored file; every step is attempted even when

@@ -1,7 +1,8 @@
 """Telemetry during a sweep: which samplers run, settling after a mode switch, throttling flags.
 
 Settling: NVIDIA gives no settling time; clock writes take about a second (NVIDIA-AI-IOT/jetson_benchmarks sleeps
-1 s after setting clocks) and thermal throttling needs tens of seconds of load to show. So after a switch, wait until the GPU temperature and
+1 s after setting clocks) and thermal throttling needs tens of seconds of load to show. So after a switch, wait until
+the GPU temperature and
 GPU clock have stayed within a tolerance over a short sliding window, or until the time cap. Without telemetry
 (host CPU, no tegrastats) the sweep waits the full cap.
 
@@ -122,7 +123,8 @@ class Telemetry(object):
 
 def start_telemetry(root="/", power_source="auto", interval_ms=500, total_rail=None, echo=None):
     """Choose and start the samplers. ``power_source``: auto (INA3221 sysfs when found: 512-sample averages
-    with their own timing, else tegrastats), tegrastats, ina3221 or none. tegrastats also runs for temperatures and clocks
+    with their own timing, else tegrastats), tegrastats, ina3221 or none. tegrastats also runs for temperatures and
+    clocks
     whenever it is installed."""
     notes = []
     board = None

@@ -1,7 +1,8 @@
 """Driving NVIDIA's trtexec: version detection, command lines per version, JSON exports and log reading.
 
 trtexec's options, export formats and messages changed across TensorRT 8.0 -> 11.x (its source is
-``samples/trtexec/`` and ``samples/common/`` on each ``release/X.Y`` branch of NVIDIA/TensorRT); everything version-dependent lives in this package:
+``samples/trtexec/`` and ``samples/common/`` on each ``release/X.Y`` branch of NVIDIA/TensorRT); everything
+version-dependent lives in this package:
 
 * :mod:`.version` - ``[TensorRT vNNNN]`` banners and ``TensorRT version:`` lines;
 * :mod:`.flags` - which options a version parses, and the build/bench command lines;

@@ -160,7 +160,8 @@ class _Loaded(object):
 
 
 def plugins_stub_module():
-    """A stand-in for edgeattn.plugins (find_plugin_library, load_plugin_library); the creators come from the fake library file."""
+    """A stand-in for edgeattn.plugins (find_plugin_library, load_plugin_library); the creators come from the fake
+    library file."""
     from edgeattn._io import sha256_file
     from edgeattn.errors import EdgeAttnError
 

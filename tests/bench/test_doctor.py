@@ -9,7 +9,8 @@ import pytest
 from bench_helpers import install_trtexec, write_plugin_library
 from edgeattn.doctor import cpu_info, cuda_device, diagnose, format_report
 
-# `nvpmodel -q` on a Jetson Nano (tests/fixtures/jetson/nvpmodel/query_nano_jp4_fan_warn.txt, a published capture from a real device).
+# `nvpmodel -q` on a Jetson Nano (tests/fixtures/jetson/nvpmodel/query_nano_jp4_fan_warn.txt, a published capture from
+# a real device).
 NVPMODEL_Q = "NVPM WARN: fan mode is not set!\nNV Power Mode: MAXN\n0\n"
 
 

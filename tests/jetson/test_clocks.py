@@ -1,4 +1,5 @@
-"""jetson_clocks: --show parser on the real captures in tests/fixtures/jetson/clocks, store/restore/lock against the fake."""
+"""jetson_clocks: --show parser on the real captures in tests/fixtures/jetson/clocks, store/restore/lock against the
+fake."""
 import os
 import stat
 
@@ -34,7 +35,8 @@ def test_nano_locked():
 
 
 def test_emc_below_its_maximum_means_not_locked():
-    """jtop's rule (rbonghi/jetson_stats jtop/core/jetson_clocks.py): locked needs every online CPU min == max, GPU min == max AND EMC current ==
+    """jtop's rule (rbonghi/jetson_stats jtop/core/jetson_clocks.py): locked needs every online CPU min == max, GPU
+    min == max AND EMC current ==
     max. The locked Nano capture with only its EMC back at the minimum it lists is therefore not locked."""
     locked = capture("clocks/show_nano_locked.txt")
     emc_line = "EMC MinFreq=204000000 MaxFreq=1600000000 CurrentFreq=1600000000 FreqOverride=1"

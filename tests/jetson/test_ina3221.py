@@ -1,4 +1,5 @@
-"""INA3221 sysfs rails (as rbonghi/jetson_stats jtop/core/power.py reads them) on fake trees built from the real listings."""
+"""INA3221 sysfs rails (as rbonghi/jetson_stats jtop/core/power.py reads them) on fake trees built from the real
+listings."""
 import os
 import time
 
@@ -8,7 +9,8 @@ from jetson_support import capture
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import ina3221
 
-# tests/fixtures/jetson/ina3221/agx_orin_hwmon_listing.txt, real AGX Orin listing: (label, mV, mA) per channel of 1-0040 and 1-0041
+# tests/fixtures/jetson/ina3221/agx_orin_hwmon_listing.txt, real AGX Orin listing: (label, mV, mA) per channel of
+# 1-0040 and 1-0041
 AGX_0040 = [("VDD_GPU_SOC", 843, 6170), ("VDD_CPU_CV", 780, 3437), ("VIN_SYS_5V0", 4968, 953)]
 AGX_0041 = [(None, None, None), ("VDDQ_VDD2_1V8AO", 1800, 341), (None, None, None)]
 

@@ -1,4 +1,5 @@
-"""Power summaries (jtop's total-rail rule, rbonghi/jetson_stats jtop/core/power.py) and `edgeattn power` on real captures."""
+"""Power summaries (jtop's total-rail rule, rbonghi/jetson_stats jtop/core/power.py) and `edgeattn power` on real
+captures."""
 import json
 
 import pytest

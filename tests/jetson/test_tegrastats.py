@@ -1,4 +1,5 @@
-"""tegrastats parser on the real captures in tests/fixtures/jetson/tegrastats (expected values read off the captured text)."""
+"""tegrastats parser on the real captures in tests/fixtures/jetson/tegrastats (expected values read off the captured
+text)."""
 import subprocess
 import time
 

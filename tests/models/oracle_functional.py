@@ -320,7 +320,8 @@ def newton_raphson_pinv(A, iterations):
 
 
 def soft_attention(x, sd, prefix, hw, heads, ratio, iterations=20, symmetric=True):
-    """SOFT++ attention (the released fudan-zvg/SOFT forward, written out): tied Q = K scaled by d^-1/4, conv landmarks (k = stride = r,
+    """SOFT++ attention (the released fudan-zvg/SOFT forward, written out): tied Q = K scaled by d^-1/4, conv
+    landmarks (k = stride = r,
     shared across heads) + LN + GELU, Nystrom factors P, A, NR inverse, SOFT++ symmetric normalisation,
     P^T (M (P V)), plus a per-head k x k depthwise conv of V, then ``proj``."""
     height, width = hw

@@ -48,7 +48,8 @@ def test_elfatt_block_sizes_against_table_ii(blocks, meta_counts, matches_paper)
 
 
 def test_elfatt_c1_ratio_extremes_against_table_v(meta_counts, matches_paper):
-    """Table V (run with blocks 196-196-196-49, the block sizes Table I gives for it): c1 = 0 (pure blockify) 4.76/4.09 G; c1 = c equals the
+    """Table V (run with blocks 196-196-196-49, the block sizes Table I gives for it): c1 = 0 (pure blockify)
+    4.76/4.09 G; c1 = c equals the
     EFFATT row 4.35/4.17 G."""
     blockify = meta_counts("cswin_t24181_elfatt", 224, global_ratio=0.0, block_sizes=[196, 196, 196, 49])
     assert matches_paper(blockify["total"], "4.76G") and matches_paper(blockify["fa"], "4.09G")
@@ -59,12 +60,14 @@ def test_elfatt_c1_ratio_extremes_against_table_v(meta_counts, matches_paper):
 @pytest.mark.parametrize("name", ["cswin_t24181_global", "cswin_t24181_local", "cswin_t24181_effatt",
                                   "cswin_t24181_elfatt"])
 def test_cswin_t24181_exact_params(name, meta_counts):
-    """By hand: 12C^2 + 23C per block (LN, qkv + bias, LePE 3x3 + bias, proj, LN, MLP 4x) + stem, merges, head = 20,393,320 for every variant."""
+    """By hand: 12C^2 + 23C per block (LN, qkv + bias, LePE 3x3 + bias, proj, LN, MLP 4x) + stem, merges, head =
+    20,393,320 for every variant."""
     assert meta_counts(name)["params"] == 20393320
 
 
 def test_fa_column_is_total_minus_softmax_cores(meta_counts):
-    """nFA - FA = the softmax cores (what FlashAttention hides from the paper's counter); for the default ELFATT 0.306 G, for EFFATT 0.18 G (the
+    """nFA - FA = the softmax cores (what FlashAttention hides from the paper's counter); for the default ELFATT 0.306
+    G, for EFFATT 0.18 G (the
     stage-3 VaniATT half: 9 blocks x 2 x 196^2 x 256)."""
     elfatt = meta_counts("cswin_t24181_elfatt")
     assert elfatt["total"] - elfatt["fa"] == elfatt["softmax_core"]
@@ -130,7 +133,8 @@ def test_efficientvit_against_readme(name, meta_counts, matches_paper):
 @pytest.mark.parametrize("qt,base,layers", [("qtvit_1", "efficientvit_b1", 7), ("qtvit_2", "efficientvit_b2", 10),
                                             ("qtvit_3", "efficientvit_b3", 15)])
 def test_qtvit_is_its_backbone_plus_alpha_beta_gamma(qt, base, layers, meta_counts):
-    """One (alpha, beta, gamma) per LiteMLA layer (the QT-ViT poster leaves the placement open) adds 3 x #LiteMLA parameters, and the QT feature
+    """One (alpha, beta, gamma) per LiteMLA layer (the QT-ViT poster leaves the placement open) adds 3 x #LiteMLA
+    parameters, and the QT feature
     map (2d + 1 features instead of d) adds +0.009 / +0.036 / +0.072 GMACs at 224."""
     assert meta_counts(qt)["params"] == meta_counts(base)["params"] + 3 * layers
     extra = {"qtvit_1": 0.009e9, "qtvit_2": 0.036e9, "qtvit_3": 0.072e9}[qt]

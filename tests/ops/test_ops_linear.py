@@ -209,7 +209,8 @@ def test_lite_mla_module_qt_parameters(qt_params):
     core = ref.lite_mla_quadratic(qkv_map, 8, "quadratic_taylor", 1e-15, module.qt_alpha.detach().tolist(),
                                   module.qt_beta.detach().tolist(), module.qt_gamma.detach().tolist())
     torch.testing.assert_close(module(x), module.proj(core), rtol=1e-9, atol=1e-10)
-    # positivity margin d alpha^2 gamma^2 - 4 beta^4 (LiteMLA.qt_positivity_margin) at the smallest alpha (0.5), beta = gamma = 1
+    # positivity margin d alpha^2 gamma^2 - 4 beta^4 (LiteMLA.qt_positivity_margin) at the smallest alpha (0.5), beta
+    # = gamma = 1
     assert module.qt_positivity_margin() == pytest.approx(8 * 0.5 ** 2 - 4)
 
 

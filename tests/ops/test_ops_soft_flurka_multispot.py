@@ -199,7 +199,8 @@ def test_multi_spot_pooled_groups_of_identical_tokens_are_exact():
 
 
 def test_multi_spot_default_level_bias_is_log_p_squared():
-    """log_ratios omitted: p_hat_m = p_m^2, the number of tokens a pooled token stands for (the paper's pooled-level ratio).
+    """log_ratios omitted: p_hat_m = p_m^2, the number of tokens a pooled token stands for (the paper's pooled-level
+    ratio).
     A bias shared by every key cancels in the softmax, so the case mixes individual top-k tokens (bias 0) with two
     pooled levels; the explicit loop reference gets log 4 and log 16 spelled out."""
     q, k, v = (rand(1, 8 * 8, 32, seed=s) for s in (14, 15, 16))

@@ -4,12 +4,14 @@ Environment:
   FAKE_JETSON_STATE  directory holding state.json (current mode, clock lock, fan) and calls.log (every call)
   FAKE_JETSON_BOARD  name of a board in tests/fixtures/jetson/fake_boards.json (default: from state.json)
   FAKE_JETSON_EUID   "0" when running as root (set by the fake sudo); anything else is an ordinary user
-  FAKE_NVPMODEL_FAIL_MODE       a mode ID whose switch fails with the real fbp_pg_mask error lines (github.com/OE4T/meta-tegra/pull/1268)
+  FAKE_NVPMODEL_FAIL_MODE       a mode ID whose switch fails with the real fbp_pg_mask error lines
+  (github.com/OE4T/meta-tegra/pull/1268)
   FAKE_NVPMODEL_NO_SELF_REBOOT  "1": a YES to the reboot prompt does not reboot; the `reboot` fake applies the mode
   FAKE_SUDO_DENY     "1": sudo -n fails as without cached credentials
 
 Behaviour follows the real tools as published captures and rbonghi/jetson_stats' emulators (tests/nvpmodel,
-tests/jetson_clocks, tests/tegrastats) show them; output lines that exist verbatim in the captures are replayed from tests/fixtures/jetson.
+tests/jetson_clocks, tests/tegrastats) show them; output lines that exist verbatim in the captures are replayed from
+tests/fixtures/jetson.
 Standard library only: the fakes run under whatever python3 is on PATH.
 """
 import json
