@@ -322,7 +322,7 @@ def test_agreement_of_zero_outputs_and_of_exactly_five_classes():
     """Cosine of two all-zero samples is 1 (they agree exactly), of a zero sample against a non-zero one 0; an
     (N, 5) output is a classifier (C >= 5): reversed logits [1..5] vs [5..1] disagree on top-1 but share the
     same five classes, so top-5 overlap is 1."""
-    from edgeattn.compare import _agreement
+    from edgeattn.compare.metrics import _agreement
 
     zeros = np.zeros((3, 5), np.float32)
     record = _agreement(zeros, zeros.copy())
@@ -341,7 +341,7 @@ def test_agreement_of_zero_outputs_and_of_exactly_five_classes():
 def test_single_outputs_with_different_names_are_compared_under_bs_name():
     """One output on each side, named differently (an engine's "output_0" vs the ONNX "logits"): the pair is
     compared under B's (the reference's) name."""
-    from edgeattn.compare import _common_outputs
+    from edgeattn.compare.metrics import _common_outputs
 
     a, b = np.ones((2, 10), np.float32), np.zeros((2, 10), np.float32)
     first, second = _common_outputs({"output_0": a}, {"logits": b}, "a.engine", "b.onnx")

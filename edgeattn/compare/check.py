@@ -1,0 +1,50 @@
+"""``edgeattn build --check``: a just-built engine against its ONNX file, recorded in the engine's manifest."""
+import os
+
+from .report import SCHEMA, _fmt, _fmt6, compare_models
+
+#: ``edgeattn build --check``: element-wise tolerances per engine precision (TensorRT FP32 may run matrix
+#: products in TF32, FP16 engines keep only the normalisations in FP32)
+CHECK_TOLERANCES = {"fp32": (1e-2, 1e-2), "fp16": (5e-2, 5e-2)}
+CHECK_INPUTS = 8
+
+
+def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugins=None, trtexec=None,
+                 progress=None):
+    """``edgeattn build --check``: compare a just-built engine (A) with its ONNX file on ONNX Runtime CPU (B) on
+    :data:`CHECK_INPUTS` seeded inputs, and record the outcome under ``"check"`` in the engine's manifest.
+    Returns the compare report; ``report["passed"]`` says whether the engine agrees within
+    :data:`CHECK_TOLERANCES`."""
+    from .._io import outputs_now, write_json
+    from ..tensorrt import manifest as manifest_module
+
+    atol, rtol = CHECK_TOLERANCES.get(precision, CHECK_TOLERANCES["fp32"])
+    report = compare_models(engine_path, onnx_path, count=CHECK_INPUTS, atol=atol, rtol=rtol, backend=backend,
+                            plugins=plugins, trtexec=trtexec, progress=progress)
+    manifest = manifest_module.read_manifest(engine_path) or {}
+    primary = report["outputs"][report["primary_output"]]
+    manifest["check"] = {
+        "schema": SCHEMA, "against": report["b"]["path"], "reference_backend": report["b"]["backend"],
+        "engine_backend": report["a"]["backend"], "inputs": report["inputs"], "tolerances": report["tolerances"],
+        "passed": report["passed"], "failures": report["failures"], "output": report["primary_output"],
+        "max_abs": primary["max_abs"], "max_rel": primary["max_rel"], "mean_abs": primary["mean_abs"],
+        "cosine_min": report["cosine_min"], "top1_agreement": report["top1_agreement"],
+        "top5_agreement": report["top5_agreement"]}
+    with outputs_now():  # recorded even when the check fails
+        write_json(manifest_module.manifest_path(engine_path), manifest)
+    return report
+
+
+def format_check(report):
+    """The lines ``edgeattn build --check`` adds to the build summary."""
+    primary = report["outputs"][report["primary_output"]]
+    line = "  check      {} vs {} on ONNX Runtime CPU ({} inputs): max abs {}, max rel {}, cosine min {}".format(
+        "PASSED" if report["passed"] else "FAILED", os.path.basename(report["b"]["path"]),
+        report["inputs"]["count"], _fmt(primary["max_abs"]), _fmt(primary["max_rel"]), _fmt6(report["cosine_min"]))
+    lines = [line]
+    if report["top1_agreement"] is not None:
+        lines.append("             top-1 {:.1%}, top-5 overlap {:.1%} (atol {:g}, rtol {:g})".format(
+            report["top1_agreement"], report["top5_agreement"], report["tolerances"]["atol"],
+            report["tolerances"]["rtol"]))
+    lines.extend("             {}".format(failure) for failure in report["failures"])
+    return lines
