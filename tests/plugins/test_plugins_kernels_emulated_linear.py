@@ -7,7 +7,7 @@ case runs with the blocks in index order, reversed, and in seeded pseudo-random 
 ``edgeattn_emu_set_block_order``), warp-greedy and round-robin, on the scalar (sm_53) and tensor-core (sm_87) paths,
 against the PyTorch reference with the GPU tests' FP16 criterion. A variant of the kernels with bugs planted in the
 new paths (selectable at run time, so one extra build covers them all) must fail: the first block to arrive merging
-instead of the last, the tickets not reset, the fused block writing only its first output tile, and a persistent
+instead of the last, the tickets not reset, the fused block writing only its first output tile, a persistent
 block keeping the first problem's context for the next problem.
 """
 import ctypes
@@ -80,8 +80,9 @@ def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, cap
     label = "effatt N=1000 sm{}{}".format(*capability)
     out, log = run_in_every_order(kernels, efficient_launch(kernels, q, k, v, 2), label)
     mma = "Mma" if capability >= (8, 0) else ""
-    assert launch_names(log) == ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)], log
-    assert "grid=(4,2,2)" in log[0], log
+    assert launch_names(log) == ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
+                                 "linearOutput{}Kernel".format(mma)], log
+    assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(4,2,2)" in log[1], log  # 2 x 2 tickets
     assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=2), [q, k, v], dtype,
                              label)
 
@@ -105,7 +106,7 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
         return status, out
 
     out, log = run_in_every_order(kernels, launch, "litemla {} orders".format(kernel))
-    assert "grid=(3,2,2)" in log[0] and len(log) == 2, log
+    assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=(3,2,2)" in log[1] and len(log) == 3, log
     run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
 
 
@@ -113,11 +114,12 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
 def test_one_split_heads_take_one_fused_launch(kernels, capability):
     """N = 196 (224's stage 3) and 49 (stage 4): one block per (batch, head) reduces, merges and writes every output
     tile of its head (196 tokens: 4 output tiles) in a single launch, no memset; N = 257 (two splits) takes the
-    reduction and the output pass."""
+    tickets' memset, the reduction and the output pass."""
     kernels.set_compute_capability(*capability)
     mma = "Mma" if capability >= (8, 0) else ""
     for tokens, expected in ((196, ["linearFused{}Kernel".format(mma)]), (49, ["linearFused{}Kernel".format(mma)]),
-                             (257, ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)])):
+                             (257, ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
+                                    "linearOutput{}Kernel".format(mma)])):
         log = run_efficient(kernels, *effatt_inputs(3, tokens, 64, torch.float16), heads=2)
         assert launch_names(log) == expected, (tokens, log)
         if len(expected) == 1:
@@ -132,8 +134,10 @@ def test_persistent_output_blocks_form_one_wave(kernels):
     for capability in CAPABILITIES:
         kernels.set_compute_capability(*capability)
         log = run_efficient(kernels, *effatt_inputs(3, 600, 64, torch.float16), heads=2)
-        blocks = int(log[1].split("grid=(")[1].split(",")[0])
-        assert 1 <= blocks <= 16 and log[1].split("grid=(")[1].startswith("{},1,1)".format(blocks)), log
+        output = log[2]
+        blocks = int(output.split("grid=(")[1].split(",")[0])
+        assert "linearOutput" in output and 1 <= blocks <= 16, log
+        assert output.split("grid=(")[1].startswith("{},1,1)".format(blocks)), log
 
 
 # ---- planted bugs in the new paths, one build, chosen at run time ----------------------------------------------------

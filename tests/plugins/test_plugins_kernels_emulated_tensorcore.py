@@ -22,7 +22,7 @@ from edgeattn.ops.soft import gaussian_kernel, newton_pinv  # noqa: E402
 from edgeattn.plugins import kernels_abi  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
     CAPABILITIES, CAPABILITY_IDS, EFFATT_CASES, LITE_MLA_CASES, SOFT_CASES, effatt_inputs, emulated_kernels,
-    emulated_library, kernels, linear_first_launch, lite_mla_case_inputs, planted_bug_failure, planted_kernels,
+    emulated_library, kernel_records, kernels, linear_first_launch, lite_mla_case_inputs, planted_bug_failure, planted_kernels,
     planted_variant, random_tensor, run_efficient, run_lite_mla, run_soft, soft_inputs)
 
 TENSOR_CORE = (8, 7)
@@ -39,12 +39,12 @@ def uses_tensor_cores(capability):
 
 
 def assert_linear_kernels(log, tensor_cores, label):
-    """One fused launch when every head is one token split (N <= 256), else the reduction (whose last block per head
-    merges the splits) and the persistent output pass."""
+    """One fused launch when every head is one token split (N <= 256), else the tickets' memset, the reduction (whose
+    last block per head merges the splits) and the persistent output pass."""
     names = [record.split(" ")[0].split("<")[0] for record in log]
     mma = "Mma" if tensor_cores else ""
     fused = ["linearFused{}Kernel".format(mma)]
-    split = ["linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)]
+    split = ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma), "linearOutput{}Kernel".format(mma)]
     assert names in (fused, split), (label, log)
 
 
@@ -86,7 +86,7 @@ def test_efficient_attention_fp16_both_paths(kernels, case, capability):
     log = run_efficient(kernels, *effatt_inputs(batch, tokens, channels, torch.float16), heads=heads,
                         misaligned=misaligned)
     assert_linear_kernels(log, uses_tensor_cores(capability), label)
-    assert linear_first_launch(tokens, heads, batch)[1] in log[0], log
+    assert linear_first_launch(tokens, heads, batch)[1] in kernel_records(log)[0], log
 
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
