@@ -18,9 +18,9 @@ def train_tiny():
 
 def export_checkpoint(path, plugins=True):
     """Export the trained digits checkpoint (batch 1, 16 x 16) to ``path``."""
-    from edgeattn.export.exporter import export_onnx, load_model
+    from edgeattn.export.exporter import export_onnx, load_torch_model
 
-    model, size = load_model(CHECKPOINT)
+    model, size = load_torch_model(CHECKPOINT)
     export_onnx(model, path, img_size=size, batch=1, opset=17, plugins=plugins, target="ort", check=False, seed=0)
     return path
 
