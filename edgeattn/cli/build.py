@@ -52,11 +52,20 @@ def _plugin_lines(selection):
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("-o", "--output", metavar="ENGINE", default=None,
               help="Engine file (default: MODEL.engine, or MODEL.fp16.engine for --precision fp16).")
-@click.option("--precision", type=click.Choice(("fp32", "fp16", "int8")), default="fp32", show_default=True,
+@click.option("--precision", type=click.Choice(("fp32", "fp16", "int8", "auto")), default="fp32", show_default=True,
               help="fp16 keeps LayerNorm, softmax and normaliser reductions in FP32 (one policy for every "
                    "TensorRT version); int8 builds a Q/DQ model from `edgeattn quantize` (explicit quantization: "
                    "INT8 where the Q/DQ pairs are, the fp16 policy elsewhere, plugins in FP16/FP32); refused on a "
-                   "GPU without INT8 (Jetson Nano, TX2).")
+                   "GPU without INT8 (Jetson Nano, TX2); auto builds FP16 from MODEL.onnx and INT8 from "
+                   "--int8-model, times both like --plugins auto and keeps INT8 only where it is faster and its "
+                   "top-1 agreement with MODEL.onnx on --images is at least --min-top1.")
+@click.option("--int8-model", metavar="MODEL.int8.onnx", default=None,
+              help="--precision auto: the Q/DQ model (default: MODEL.int8.onnx beside MODEL.onnx).")
+@click.option("--images", metavar="DIR|skimage", default="skimage", show_default=True,
+              help="--precision auto: the pictures both candidates are compared with MODEL.onnx on (use the "
+                   "calibration pictures).")
+@click.option("--min-top1", type=click.FloatRange(0, 1), default=0.99, show_default=True,
+              help="--precision auto: the least top-1 agreement with MODEL.onnx that INT8 must keep.")
 @plugin_mode_option()
 @plugin_lib_option()
 @click.option("--select-warmup-s", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="S",
@@ -85,7 +94,8 @@ def _plugin_lines(selection):
                    "inputs, atol = rtol = 0.01 for fp32, 0.05 for fp16) and record the result in the manifest; "
                    "exit 1 when they disagree (engine and manifest are kept).")
 def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
-          workspace_mb, timing_cache, version_compatible, trtexec_path, profiling_verbosity, timeout_s, check):
+          workspace_mb, timing_cache, version_compatible, trtexec_path, profiling_verbosity, timeout_s, check,
+          int8_model, images, min_top1):
     """Build a TensorRT engine from MODEL.onnx and write a manifest (ENGINE.json) beside it.
 
     Loads our plugin library and NVIDIA's before parsing, hands TensorRT the ONNX variant its version needs
@@ -94,7 +104,8 @@ def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, se
     so `edgeattn bench` can check an engine before loading it. The engine is written atomically.
 
     With --plugins auto every candidate (which custom ops run as plugins, and its latency statistics) and why
-    it was chosen or rejected are recorded under "plugin_selection" in the manifest.
+    it was chosen or rejected are recorded under "plugin_selection" in the manifest; with --precision auto both
+    precision candidates, their latencies and agreement and why one won under "precision_selection".
     """
     from ..engine import build_engine, default_engine_path
 
@@ -116,12 +127,20 @@ def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, se
                                 version_compatible=version_compatible, trtexec=trtexec_path, timeout=timeout_s,
                                 progress=progress.step, plugin_mode=plugin_mode,
                                 selection_warmup_s=select_warmup_s, selection_duration_s=select_duration_s,
-                                profiling_verbosity=profiling_verbosity)
+                                profiling_verbosity=profiling_verbosity, int8_onnx=int8_model, images=images,
+                                min_top1=min_top1)
     click.echo(_format_summary(engine_path, manifest))
+    selection = manifest.get("precision_selection")
+    if selection:
+        for record in selection["candidates"]:
+            click.echo("  candidate  {}: {}".format(record["precision"], record["error"] or
+                                                     "median {:.4g} ms, top-1 agreement {}".format(
+                                                         record["p50_ms"], record["top1"])))
+        click.echo("  selected   {} ({})".format(selection["selected"], selection["reason"]))
     if check:
         from ..compare import check_engine, format_check
 
-        report = check_engine(engine_path, model, precision=precision, backend=backend, plugins=plugin_lib,
+        report = check_engine(engine_path, model, precision=manifest["precision"]["precision"], backend=backend, plugins=plugin_lib,
                               trtexec=trtexec_path, progress=lambda message: click.echo(
                                   "edgeattn build: check: {}".format(message), err=True))
         click.echo("\n".join(format_check(report)))

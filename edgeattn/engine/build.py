@@ -41,7 +41,7 @@ def default_engine_path(onnx_path, precision):
     """``model.onnx`` -> ``model.engine`` (FP32), ``model.fp16.engine`` (FP16), ``model.int8.engine`` (INT8, also
     from ``model.int8.onnx``)."""
     base = os.path.splitext(onnx_path)[0]
-    if precision in ("fp16", "int8") and not base.endswith("." + precision):
+    if precision in ("fp16", "int8", "auto") and not base.endswith("." + precision):
         base += "." + precision
     return base + ".engine"
 
@@ -141,8 +141,13 @@ def _variant_file(onnx_path, payload):
 def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, shapes=(), backend="auto",
                  workspace_mb=None, timing_cache=None, version_compatible=False, trtexec=None, timeout=None,
                  progress=None, plugin_mode="on", selection_warmup_s=1.0, selection_duration_s=3.0,
-                 profiling_verbosity=None):
+                 profiling_verbosity=None, int8_onnx=None, images=None, min_top1=None):
     """Build a TensorRT engine from ``onnx_path``; returns the manifest written beside it.
+
+    ``precision``: fp32, fp16, int8 (``onnx_path`` holds Q/DQ nodes) or auto (the FP16 engine of ``onnx_path``
+    against the INT8 engine of ``int8_onnx``, default MODEL.int8.onnx beside it; INT8 is kept only where it is
+    faster and its top-1 agreement with the FP32 ONNX on ``images`` is at least ``min_top1``:
+    :mod:`.precision_selection`).
 
     ``shapes``: ``NAME:MIN,OPT,MAX`` strings; ``backend``: auto (TensorRT Python if importable, else trtexec),
     tensorrt or trtexec; ``plugins``: our plugin library (default: ``edgeattn.plugins``' search, needed only if
@@ -157,6 +162,13 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     from . import decomposition, plugin_selection
 
     say = progress or (lambda message: None)
+    if precision == "auto":
+        options = dict(plugins=plugins, shapes=shapes, backend=backend, workspace_mb=workspace_mb,
+                       timing_cache=timing_cache, version_compatible=version_compatible, trtexec=trtexec,
+                       timeout=timeout, progress=progress, plugin_mode=plugin_mode,
+                       selection_warmup_s=selection_warmup_s, selection_duration_s=selection_duration_s,
+                       profiling_verbosity=profiling_verbosity)
+        return _build_precision_auto(os.fspath(onnx_path), engine_path, options, int8_onnx, images, min_top1, say)
     policy = PrecisionPolicy(precision)
     if plugin_mode is not None and plugin_mode not in plugin_selection.MODES:
         raise EdgeAttnError("unknown plugin mode {!r} (choose {})".format(plugin_mode,
@@ -226,6 +238,35 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
             "decomposition": sources, "candidates": None}
         write_json(manifest_path(engine_path), manifest)
     return manifest
+
+
+def _build_precision_auto(onnx_path, engine_path, options, int8_onnx, images, min_top1, say):
+    """``--precision auto``: see :mod:`.precision_selection`."""
+    from . import precision_selection
+
+    engine_path = os.fspath(engine_path) if engine_path else default_engine_path(onnx_path, "auto")
+    for destination in (engine_path, manifest_path(engine_path)):
+        from .._io import check_output_path
+
+        check_output_path(destination)
+    backend, _, _, trtexec_path = _choose_backend(options["backend"], options["trtexec"])
+    timer, why_not = _timer(backend, trtexec_path)
+    if timer is None:
+        raise EdgeAttnError("--precision auto times the FP16 and the INT8 engine on this machine's GPU, but {}; "
+                            "build --precision fp16 or int8".format(why_not))
+
+    def build(source, engine_file, precision):
+        from .._io import outputs_now
+
+        with outputs_now():  # a scratch candidate, timed right away: not held back for the command's commit
+            return build_engine(source, engine_file, precision=precision, **options)
+
+    return precision_selection.build_auto(
+        onnx_path, engine_path, build, timer, int8_onnx=int8_onnx,
+        images=images or precision_selection.DEFAULT_IMAGES,
+        min_top1=precision_selection.DEFAULT_MIN_TOP1 if min_top1 is None else min_top1,
+        plugins=options["plugins"], warmup_s=options["selection_warmup_s"],
+        duration_s=options["selection_duration_s"], timeout=options["timeout"], say=say)
 
 
 class _BuildJob(object):

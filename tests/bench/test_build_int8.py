@@ -132,3 +132,65 @@ def test_quantize_then_build_int8(invoke, fake_trtexec, tmp_path, write_model, n
     invoke(["build", quantized, "--precision", "int8", "--backend", "trtexec", "--trtexec", fake_trtexec("10.3.0")],
            expect=0)
     assert _header(str(tmp_path / "model.int8.engine"))["qdq_nodes"] == 4
+
+
+def _classifier(tmp_path, write_model, invoke):
+    """A 3 x 16 x 16 -> 10 classifier (Conv, mean pool, Gemm) and its `edgeattn quantize` output beside it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((10, 8)).astype(np.float32), "fc")]
+    nodes = [helper.make_node("Conv", ["images", "w"], ["c"], name="/stem/Conv", pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["p"], name="/pool/GlobalAveragePool"),
+             helper.make_node("Flatten", ["p"], ["f"], name="/pool/Flatten"),
+             helper.make_node("Gemm", ["f", "fc"], ["logits"], name="/head/Gemm", transB=1)]
+    graph = helper.make_graph(nodes, "classifier", [helper.make_tensor_value_info("images", TensorProto.FLOAT,
+                                                                                  [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    model = write_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    invoke(["quantize", model, "--calib", "skimage", "-o", str(tmp_path / "model.int8.onnx")], expect=0)
+    return model
+
+
+@pytest.mark.parametrize("speedup,winner", [(2.0, "int8"), (0.8, "fp16")])
+def test_precision_auto_keeps_int8_only_where_faster(invoke, fake_trtexec, tmp_path, write_model, no_jetson,
+                                                     monkeypatch, speedup, winner):
+    pytest.importorskip("onnxruntime")
+    model = _classifier(tmp_path, write_model, invoke)
+    monkeypatch.setenv("FAKE_TRTEXEC_INT8_SPEEDUP", str(speedup))
+    result = invoke(["build", model, "--precision", "auto", "--backend", "trtexec", "--trtexec",
+                     fake_trtexec("10.3.0"), "--select-warmup-s", "0", "--select-duration-s", "0.2",
+                     "--min-top1", "0.5"], expect=0)
+    engine = str(tmp_path / "model.auto.engine")
+    manifest = json.load(open(engine + ".json"))
+    selection = manifest["precision_selection"]
+    assert selection["selected"] == winner and manifest["precision"]["precision"] == winner
+    fp16, int8 = selection["candidates"]
+    assert (fp16["precision"], int8["precision"]) == ("fp16", "int8")
+    assert int8["p50_ms"] == pytest.approx(fp16["p50_ms"] / speedup, rel=0.1)  # the fake's compute time
+    assert int8["top1"] >= 0.5 and fp16["top1"] == 1.0 and int8["cosine_mean"] > 0.99
+    assert ("not faster" in selection["reason"]) == (winner == "fp16")
+    assert _header(engine)["int8"] == (winner == "int8")
+    assert "selected   {}".format(winner) in result.stdout
+    assert not [p for p in os.listdir(str(tmp_path)) if p.startswith(".edgeattn-")]
+
+
+@pytest.mark.parametrize("fp16,int8,winner,why", [
+    ({"p50_ms": 2.0, "top1": 1.0}, {"p50_ms": 1.0, "top1": 0.98}, "fp16", "< --min-top1"),
+    ({"p50_ms": 2.0, "top1": 1.0}, {"p50_ms": 1.99, "top1": 1.0}, "fp16", "not faster"),
+    ({"p50_ms": 2.0, "top1": 1.0}, {"error": "no INT8 on this GPU"}, "fp16", "INT8 candidate failed"),
+    ({"error": "parse failed"}, {"p50_ms": 1.0, "top1": 1.0}, "int8", "FP16 candidate failed"),
+    ({"p50_ms": 2.0, "top1": 1.0}, {"p50_ms": 1.5, "top1": 0.99}, "int8", "INT8 1.5 ms < FP16 2 ms"),
+])
+def test_precision_choice(fp16, int8, winner, why):
+    from edgeattn.engine.precision_selection import choose
+
+    got, reason = choose(dict({"error": None}, **fp16), dict({"error": None}, **int8), 0.99)
+    assert got == winner and why in reason, reason
+
+
+def test_precision_auto_needs_the_quantized_model(invoke, fake_trtexec, tmp_path, write_model):
+    model = write_model(matmul_model(features=8))
+    _one_error_line(invoke(["build", model, "--precision", "auto", "--backend", "trtexec", "--trtexec",
+                            fake_trtexec("10.3.0")]), "model.int8.onnx", "edgeattn quantize")
