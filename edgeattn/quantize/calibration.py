@@ -12,7 +12,7 @@ SOURCES_HELP = "DIR (pictures), 'skimage' (scikit-image's bundled photographs) o
 
 
 def _pictures_in(directory, limit, warn):
-    from ..compare import IMAGE_EXTENSIONS, _import_pillow
+    from ..compare.inputs import IMAGE_EXTENSIONS, _import_pillow
 
     Image = _import_pillow()
     names = sorted(name for name in os.listdir(directory) if name.lower().endswith(IMAGE_EXTENSIONS))
@@ -55,7 +55,7 @@ def calibration_inputs(source, chw, size=DEFAULT_SIZE, seed=0, warn=None):
     if channels != 3:
         raise EdgeAttnError("--calib {}: pictures give 3 channels (RGB) but the model takes {}".format(
             source, channels))
-    from ..compare import CROP_FRACTION, preprocess, sample_pictures
+    from ..compare.inputs import CROP_FRACTION, preprocess, sample_pictures
 
     if source == "skimage":
         pictures = sample_pictures()[:size]

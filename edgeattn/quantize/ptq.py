@@ -185,7 +185,7 @@ def run_onnx(model, array, batch=None):
 
 def agreement(quantized_out, reference_out):
     """Cosine (min, mean) and top-1 agreement of ``quantized_out`` against ``reference_out`` (compare's metrics)."""
-    from ..compare import _agreement
+    from ..compare.metrics import _agreement
 
     record = _agreement(quantized_out, reference_out)
     return {"cosine_min": record["cosine_min"], "cosine_mean": record["cosine_mean"], "top1": record["top1"]}
