@@ -53,17 +53,19 @@ def fallback_problem(asked, used):
                 ", ".join(asked), ", ".join(used) or "nothing", ", ".join(lost)))
 
 
-def open_session(ort, model_path, options, providers):
-    """An InferenceSession on ``providers``; one line for a failure, a warning when a GPU provider was dropped."""
+def open_session(ort, model, options, providers, label=None):
+    """An InferenceSession on ``providers`` for ``model`` (a path, or serialized bytes named ``label``); one line
+    for a failure, a warning when a GPU provider was dropped."""
+    label = label or model
     try:
-        session = ort.InferenceSession(model_path, options, providers=providers)
+        session = ort.InferenceSession(model, options, providers=providers)
     except Exception as error:  # onnxruntime raises its own pybind exception classes
-        raise EdgeAttnError(explain_ort_error(error, model_path))
+        raise EdgeAttnError(explain_ort_error(error, label))
     problem = fallback_problem(providers, list(session.get_providers()))
     if problem:
         from ..console import warn
 
-        warn("{}: {}".format(model_path, problem))
+        warn("{}: {}".format(label, problem))
     return session
 
 

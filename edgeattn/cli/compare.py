@@ -36,9 +36,13 @@ from .options import allow_engine_host_code_option, backend_option, plugin_lib_o
 @allow_engine_host_code_option(help="Let TensorRT run host code embedded in a version-compatible engine.")
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the report as JSON to OUT ('-' for stdout, instead of the summary).")
+@click.option("--layers", is_flag=True,
+              help="Also compare every intermediate tensor both ONNX files share by name, in topological order, "
+                   "with the same tolerances: the first one outside them (node, op type, error), the worst ones, "
+                   "and what could not be matched.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, rtol, min_top1, backend, plugin_lib,
-            trtexec_path, trust_pickle, allow_engine_host_code, json_path, quiet):
+            trtexec_path, trust_pickle, allow_engine_host_code, layers, json_path, quiet):
     """Run A and B on the same inputs and compare their outputs; B is the reference.
 
     Each of A and B is an ONNX file (ONNX Runtime CPU), a TensorRT engine (TensorRT Python or trtexec), or a
@@ -67,7 +71,7 @@ def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, r
     report = compare_models(model_a, model_b, arch=arch, checkpoint_key=checkpoint_key, count=count, images=images,
                             seed=seed, atol=atol, rtol=rtol, min_top1=min_top1, backend=backend, plugins=plugin_lib,
                             trtexec=trtexec_path, trust_pickle=trust_pickle,
-                            allow_engine_host_code=allow_engine_host_code, progress=progress)
+                            allow_engine_host_code=allow_engine_host_code, progress=progress, layers=layers)
     if json_path == "-":
         click.echo(json.dumps(report, indent=2))
     else:

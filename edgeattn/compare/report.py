@@ -10,9 +10,10 @@ SCHEMA = "edgeattn.compare/1"
 
 def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None, seed=0, atol=DEFAULT_ATOL,
                    rtol=DEFAULT_RTOL, min_top1=None, backend="auto", plugins=None, trtexec=None,
-                   trust_pickle=False, allow_engine_host_code=False, timeout=None, progress=None):
+                   trust_pickle=False, allow_engine_host_code=False, timeout=None, progress=None, layers=False):
     """Run ``a`` and ``b`` on the same inputs and compare (B is the reference); returns the report dict (schema
-    ``edgeattn.compare/1``). Bad input raises :class:`EdgeAttnError`; a failed comparison is ``passed: False``."""
+    ``edgeattn.compare/1``). Bad input raises :class:`EdgeAttnError`; a failed comparison is ``passed: False``.
+    ``layers``: also compare every intermediate tensor both models share (:mod:`.layers`; ONNX files only)."""
     if atol < 0 or rtol < 0:
         raise EdgeAttnError("--atol and --rtol must be >= 0")
     if min_top1 is not None and not 0.0 <= min_top1 <= 1.0:
@@ -27,6 +28,11 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
             sides.append(open_side(path, arch=arch, checkpoint_key=checkpoint_key, trust_pickle=trust_pickle,
                                    backend=backend, plugins=plugins, trtexec=trtexec,
                                    allow_engine_host_code=allow_engine_host_code, timeout=timeout))
+        if layers and any(side.kind != "onnx" for side in sides):
+            raise EdgeAttnError("--layers compares ONNX files (every intermediate marked as an output on ONNX "
+                                "Runtime); an engine keeps only the tensors TensorRT did not fuse, and marking its "
+                                "network's tensors needs another build on the device: compare the engine's ONNX "
+                                "instead")
         chw = _input_size(sides)
         batch, described = make_inputs(chw, count=count, images=images, seed=seed)
         outputs = []
@@ -69,7 +75,15 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
         "top5_agreement": agreement["top5"],
         "passed": not failures,
         "failures": failures,
+        "layers": _layers(a, b, batch, atol, rtol, say) if layers else None,
     }
+
+
+def _layers(a, b, batch, atol, rtol, say):
+    from .layers import compare_layers
+
+    say("comparing every intermediate tensor of {} and {}".format(a, b))
+    return compare_layers(a, b, batch, atol, rtol)
 
 
 def format_report(report):
@@ -106,6 +120,10 @@ def format_report(report):
             ", min top-1 {:g}".format(tolerances["min_top1"]) if tolerances["min_top1"] is not None else ""))
     else:
         lines.append("  result   FAILED: {}".format("; ".join(report["failures"])))
+    if report.get("layers"):
+        from .layers import format_layers
+
+        lines.extend(format_layers(report["layers"], tolerances))
     return lines
 
 

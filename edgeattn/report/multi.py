@@ -165,6 +165,8 @@ def figure(sweeps, precision):
                       for model in models for _, tables, mode in cols)
     fig, axes = plots.new_figure(columns=2 if have_energy else 1)
     xs = list(range(len(cols)))
+    # the x axis names sweeps by number (their labels are long); the caption says which is which
+    numbers = {id(context): index + 1 for index, (context, _) in enumerate(sweeps)}
     panels = [("throughput", "items/s", "fps", "fps_std")]
     if have_energy:
         panels.append(("energy", "J per item", "energy_j", "energy_std"))
@@ -175,8 +177,8 @@ def figure(sweeps, precision):
                           [getattr(c, key) if c is not None else None for c in cells],
                           [getattr(c, std_key) if c is not None else None for c in cells])
         axis.set_xticks(xs)
-        axis.set_xticklabels(["{}\n{}".format(context["label"], mode.name) for context, _, mode in cols],
-                             rotation=30, ha="right", fontsize="x-small")
+        axis.set_xticklabels(["#{} {}".format(numbers[id(context)], mode.name) for context, _, mode in cols],
+                             rotation=30 if len(cols) > 4 else 0, fontsize="small")
         axis.set_xlim(-0.5, len(cols) - 0.5)
         axis.set_ylabel(label)
         axis.set_ylim(bottom=0)
@@ -188,8 +190,10 @@ def figure(sweeps, precision):
         "Throughput and energy per item" if have_energy else "Throughput", precision)
     fig.suptitle(title)
     fig.set_label(title)
-    fig.text(0.5, 0.01, plots.ERROR_BARS.split(" (")[0], ha="center", fontsize="x-small", color="#555555")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    caption = ["#{}: {}".format(numbers[id(context)], context["label"]) for context, _ in sweeps]
+    caption.append(plots.ERROR_BARS.split(" (")[0])
+    fig.text(0.5, 0.01, "\n".join(caption), ha="center", va="bottom", fontsize="x-small", color="#555555")
+    fig.tight_layout(rect=(0, 0.03 * len(caption) + 0.01, 1, 1))
     return fig
 
 

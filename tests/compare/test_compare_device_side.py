@@ -11,7 +11,7 @@ import pytest
 from test_device_side import BLOCKER, HEAVY_MODULES, REPO
 
 COMPARE_MODULES = ["edgeattn.compare", "edgeattn.compare.inputs", "edgeattn.compare.sides", "edgeattn.compare.metrics",
-                   "edgeattn.compare.report", "edgeattn.compare.check", "edgeattn.cli.compare"]
+                   "edgeattn.compare.report", "edgeattn.compare.check", "edgeattn.compare.layers", "edgeattn.cli.compare"]
 FILES = sorted(glob.glob(os.path.join(REPO, "edgeattn", "compare", "*.py"))) + ["edgeattn/cli/compare.py"]
 
 
