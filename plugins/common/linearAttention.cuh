@@ -80,6 +80,7 @@ struct LinearAttentionParams
     int mmaValueColumns;
     int mmaFeatureTiles;
     int mmaValueTiles;
+    int vectorLoads; // 16-byte token-tile loads and stores (linearVectorLoads)
     float eps;
     int qtCount;
     float qtAlpha[kMaxQtGroups];
@@ -775,6 +776,7 @@ inline void setLinearAttentionWorkspace(
     params.tickets = reinterpret_cast<unsigned int*>(static_cast<char*>(workspace) + contextBytes + partialBytes);
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
+    params.vectorLoads = 0;
 }
 
 //! Zeroes the reduction's tickets (the workspace holds garbage between enqueues) when it has several splits: a

@@ -173,6 +173,68 @@ __device__ __forceinline__ int stagedIndex(int row, int token, int stride)
 }
 
 /*
+ * Reads the f16 elements (token n < tokenTile, channel c < d) of a token tile of `kSources` same-shaped inputs
+ * (offsets as LinearAttentionParams' strides from each source's head base) and hands each element to
+ * visit(n, c, valid, x[0], x[kSources - 1]); elements of tokens from `count` on are 0 and not valid. With p.vectorLoads
+ * every load is 16 bytes (8 elements along the contiguous axis: channels of a (B, N, C) row, tokens of an NCHW plane;
+ * the launcher checked the alignment), else 2 bytes. Both are coalesced across the block.
+ */
+template <bool kTokenMajor, int kSources, typename Visit>
+__device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, __half const* const (&sources)[kSources],
+    int tileBegin, int tokenTile, int count, Visit const& visit)
+{
+    int const d = p.headDim;
+    __half const zero = __float2half_rn(0.0F);
+    if (p.vectorLoads == 0)
+    {
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+            bool const valid = n < count;
+            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
+            visit(n, c, valid, valid ? sources[0][offset] : zero, valid ? sources[kSources - 1][offset] : zero);
+        }
+        return;
+    }
+    int const perLine = (kTokenMajor ? d : tokenTile) / 8; // 8-element chunks per token row / channel plane
+    for (int chunk = threadIdx.x; chunk < tokenTile * d / 8; chunk += blockDim.x)
+    {
+        int const line = chunk / perLine;
+        int const first = (chunk - line * perLine) * 8;
+        int const n0 = kTokenMajor ? line : first;
+        int const c0 = kTokenMajor ? first : line;
+        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride;
+        bool const full = kTokenMajor ? n0 < count : n0 + 8 <= count;
+        __half x[kSources][8];
+#pragma unroll
+        for (int s = 0; s < kSources; ++s)
+        {
+            if (full)
+            {
+                int4 const raw = *reinterpret_cast<int4 const*>(sources[s] + offset);
+                memcpy(x[s], &raw, sizeof(raw));
+            }
+            else
+            {
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                {
+                    x[s][e] = (kTokenMajor ? n0 : n0 + e) < count ? sources[s][offset + e] : zero;
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+        {
+            int const n = kTokenMajor ? n0 : n0 + e;
+            visit(n, kTokenMajor ? c0 + e : c0, n < count, x[0][e], x[kSources - 1][e]);
+        }
+    }
+}
+
+/*
  * The quadratic-Taylor features of channel c of staged token n, split into hi and lo at their rows of the staged
  * tile: alpha x^2 at row c, linear x at row d + c and, once per token (c == 0), gamma at row 2d (0 for a token past
  * the tile), each scaled by the power of two of its row.
@@ -263,25 +325,20 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
     {
         int const count = min(tokenTile, end - tileBegin);
         __syncthreads(); // every warp's fragment loads of the previous tile are done
-        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-        {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-            bool const valid = n < count;
-            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
-            __half const key = valid ? kPtr[offset] : zero;
-            values[stagedIndex<kTokenMajor>(c, n, layout.valueStride)] = valid ? vPtr[offset] : zero;
-            if (kMap == FeatureMap::kRelu)
-            {
-                featureHigh[stagedIndex<kTokenMajor>(c, n, layout.featureStride)]
-                    = __float2half_rn(fmaxf(__half2float(key), 0.0F)); // exact
-            }
-            else
-            {
-                featureLow[stagedIndex<kTokenMajor>(c, n, layout.featureStride)] = key;
-            }
-        }
+        __half const* const keysAndValues[2] = {kPtr, vPtr};
+        loadTokenTile<kTokenMajor>(p, keysAndValues, tileBegin, tokenTile, count,
+            [&](int n, int c, bool /*valid*/, __half key, __half value) {
+                values[stagedIndex<kTokenMajor>(c, n, layout.valueStride)] = value;
+                if (kMap == FeatureMap::kRelu)
+                {
+                    featureHigh[stagedIndex<kTokenMajor>(c, n, layout.featureStride)]
+                        = __float2half_rn(fmaxf(__half2float(key), 0.0F)); // exact
+                }
+                else
+                {
+                    featureLow[stagedIndex<kTokenMajor>(c, n, layout.featureStride)] = key;
+                }
+            });
         for (int n = threadIdx.x; n < tokenTile; n += blockDim.x)
         {
             values[stagedIndex<kTokenMajor>(d, n, layout.valueStride)] = n < count ? one : zero;
@@ -493,7 +550,6 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     int const warp = threadIdx.x >> 5;
     int const contextColumns = roundUp4(d + 1);
     int const tilesPerProblem = ceilDiv(p.tokens, kTile);
-    __half const zero = __float2half_rn(0.0F);
     // C-fragment position of the denominator (column d): value tile, element within the row pair, source lane
     int const denominatorTile = d >> 3;
     int const denominatorElement = d & 1;
@@ -551,14 +607,8 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     {
         int const count = min(kTile, p.tokens - tileBegin);
         __syncthreads(); // the previous tile's output staging has been stored (and the context split is visible)
-        for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
-        {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
-            __half const x = n < count
-                ? qPtr[static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride]
-                : zero;
+        __half const* const queries[1] = {qPtr};
+        loadTokenTile<kTokenMajor>(p, queries, tileBegin, kTile, count, [&](int n, int c, bool, __half x, __half) {
             int const at = stagedIndex<kTokenMajor>(c, n, layout.queryStride);
             if (kMap == FeatureMap::kRelu)
             {
@@ -568,7 +618,7 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
             {
                 queryLow[at] = x;
             }
-        }
+        });
         __syncthreads();
         if (kSplitQuery)
         {
@@ -688,15 +738,44 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
             }
         }
         __syncthreads();
-        for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
+        if (p.vectorLoads != 0)
         {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
-            if (n < count)
+            // 16-byte stores of 8 staged elements along the contiguous axis (rows of the staging are 16-byte aligned)
+            int const perLine = (kTokenMajor ? d : kTile) / 8;
+            for (int chunk = threadIdx.x; chunk < kTile * d / 8; chunk += blockDim.x)
             {
-                outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]
-                    = queryHigh[stagedIndex<kTokenMajor>(c, n, layout.queryStride)];
+                int const line = chunk / perLine;
+                int const first = (chunk - line * perLine) * 8;
+                int const n0 = kTokenMajor ? line : first;
+                int const c0 = kTokenMajor ? first : line;
+                int64_t const offset
+                    = static_cast<int64_t>(tileBegin + n0) * p.outTokenStride + c0 * p.outChannelStride;
+                __half const* const staged = queryHigh + stagedIndex<kTokenMajor>(c0, n0, layout.queryStride);
+                if (kTokenMajor ? n0 < count : n0 + 8 <= count)
+                {
+                    *reinterpret_cast<int4*>(outPtr + offset) = *reinterpret_cast<int4 const*>(staged);
+                }
+                else if (!kTokenMajor)
+                {
+                    for (int e = 0; n0 + e < count; ++e)
+                    {
+                        outPtr[offset + e] = staged[e];
+                    }
+                }
+            }
+        }
+        else
+        {
+            for (int index = threadIdx.x; index < kTile * d; index += blockDim.x)
+            {
+                int n;
+                int c;
+                tileCoordinates<kTokenMajor>(index, d, kTile, n, c);
+                if (n < count)
+                {
+                    outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]
+                        = queryHigh[stagedIndex<kTokenMajor>(c, n, layout.queryStride)];
+                }
             }
         }
     }
@@ -731,6 +810,23 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
     int64_t const tiles = ceilDiv(p.tokens, kLinearMmaOutputTile);
     outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);
 #endif
+}
+
+/*
+ * Whether the tensor-core passes can move their FP16 token tiles in 16-byte loads and stores: 8 elements along the
+ * contiguous axis (a (B, N, C) row's channels: head_dim and C multiples of 8; an NCHW plane's tokens: H x W a
+ * multiple of 8) and q, k, v, out 16-byte aligned. Otherwise 2-byte accesses (the same results).
+ */
+inline bool linearVectorLoads(LinearAttentionParams const& p, bool tokenMajor)
+{
+    auto aligned = [](void const* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+    bool const pointers = aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out);
+    bool const strides = tokenMajor
+        ? p.headDim % 8 == 0 && p.inChannelStride == 1 && p.outChannelStride == 1 && p.inTokenStride % 8 == 0
+            && p.outTokenStride % 8 == 0 && p.inBatchStride % 8 == 0 && p.outBatchStride % 8 == 0
+        : p.inTokenStride == 1 && p.outTokenStride == 1 && p.inChannelStride % 8 == 0 && p.outChannelStride % 8 == 0
+            && p.inBatchStride % 8 == 0 && p.outBatchStride % 8 == 0;
+    return pointers && strides;
 }
 
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
@@ -779,6 +875,7 @@ int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan c
     params.mmaValueColumns = mmaPlan.valueColumns;
     params.mmaFeatureTiles = mmaPlan.featureTiles;
     params.mmaValueTiles = mmaPlan.valueTiles;
+    params.vectorLoads = linearVectorLoads(params, kTokenMajor) ? 1 : 0;
     // value tiles as a template argument, so the accumulators stay in registers
     if (mmaPlan.valueTiles <= 3)
     {

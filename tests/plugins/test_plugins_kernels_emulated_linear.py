@@ -8,7 +8,8 @@ case runs with the blocks in index order, reversed, and in seeded pseudo-random 
 against the PyTorch reference with the GPU tests' FP16 criterion. A variant of the kernels with bugs planted in the
 new paths (selectable at run time, so one extra build covers them all) must fail: the first block to arrive merging
 instead of the last, the tickets not reset, the fused block writing only its first output tile, a persistent
-block keeping the first problem's context for the next problem.
+block keeping the first problem's context for the next problem, and an offset slip in the tensor-core path's
+16-byte token-tile loads.
 """
 import ctypes
 
@@ -110,6 +111,31 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
     run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
 
 
+@pytest.mark.parametrize("kernel", ["relu", "quadratic_taylor"])
+@pytest.mark.parametrize("side, misaligned", [(24, False), (8, False), (24, True)],
+                         ids=["576-tokens", "64-tokens-fused", "misaligned"])
+def test_tensor_core_token_tiles_move_in_16_byte_accesses(planted_linear_kernels, kernel, side, misaligned):
+    """LiteMLA on side x side planes (a multiple of 8 tokens) and EFFATT rows of 32 channels: with 16-byte aligned
+    tensors the tensor-core passes load and store the token tiles 8 elements at a time (misaligned ones fall back to
+    2-byte accesses); the same outputs against the reference either way. The variant library's planted offset slip
+    in the 16-byte loads (bug 5) changes them, which shows the 16-byte path is the one that ran."""
+    variant = planted_linear_kernels
+    variant.set_compute_capability(8, 7)
+    case = ("vector", kernel, 16, 2, 2, side, side, "group")
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(case)
+    variant.planted_bug.value = 0
+    run_lite_mla(variant, qkv, 16, kernel, 1e-6, alpha, beta, gamma, misaligned=misaligned)
+    variant.planted_bug.value = 5
+    try:
+        if misaligned:
+            run_lite_mla(variant, qkv, 16, kernel, 1e-6, alpha, beta, gamma, misaligned=True)
+        else:
+            with pytest.raises(AssertionError):
+                run_lite_mla(variant, qkv, 16, kernel, 1e-6, alpha, beta, gamma)
+    finally:
+        variant.planted_bug.value = 0
+
+
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 def test_one_split_heads_take_one_fused_launch(kernels, capability):
     """N = 196 (224's stage 3) and 49 (stage 4): one block per (batch, head) reduces, merges and writes every output
@@ -161,6 +187,12 @@ PLANTED_LINEAR_BUGS = (
      "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);",
      "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * "
      "tiles + 1 : (problem + 1) * tiles);"),
+    # 5: the 16-byte token-tile loads read the next 8 elements (a chunk-offset slip)
+    ("common/linearAttentionTensorCore.cuh",
+     "        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride;\n"
+     "        bool const full",
+     "        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride\n"
+     "            + (edgeattn_planted_bug == 5 ? 8 : 0);\n        bool const full"),
     # 4: a persistent block keeps the context of its first problem
     ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
      "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
@@ -182,11 +214,15 @@ def planted_linear_kernels(emulated_library):
     (2, 600, "left unwritten"),
     (3, 196, "left unwritten"),
     (4, 600, "FP16 max error"),
-], ids=["first-block-merges", "tickets-not-reset", "fused-first-tile-only", "stale-persistent-context"])
+    (5, 600, "left unwritten"),  # the slipped last chunk of a row reads the NaN guard past the tensor
+], ids=["first-block-merges", "tickets-not-reset", "fused-first-tile-only", "stale-persistent-context",
+        "vector-load-offset"])
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, tokens, message, capability):
     """Each planted bug fails the kernel test on both paths; with none selected the same library passes."""
     variant = planted_linear_kernels
+    if bug == 5 and capability < (8, 0):
+        pytest.skip("the 16-byte token-tile loads are the tensor-core path's")
     variant.set_compute_capability(*capability)
     q, k, v = effatt_inputs(2, tokens, 64, torch.float16)
     variant.planted_bug.value = 0

@@ -250,7 +250,7 @@ def test_a_planted_fragment_layout_bug_fails_every_tensor_core_op(planted_kernel
     message = planted_bug_failure(planted_kernels, run)
     assert ("FP16 max error" in message or "left unwritten" in message or "non-finite" in message
             or "depends on the block/warp" in message), message
-    assert "Mma" in planted_kernels.launches()[0], planted_kernels.launches()
+    assert "Mma" in kernel_records(planted_kernels.launches())[0], planted_kernels.launches()
 
 
 # ---- path selection --------------------------------------------------------------------------------------------
