@@ -112,7 +112,8 @@ def differentiate_by_reference(op, reference):
     """Give the custom op ``op`` the gradient of ``reference``, the plain-torch function it was made from (same
     positional arguments): the backward recomputes that forward under autograd and differentiates it, so a model
     trains the same with :func:`edgeattn.ops.config.use_plugin_ops` on. Non-tensor arguments (sizes, floats,
-    strings) get no gradient."""
+    strings) get no gradient: LiteMLA's quadratic-Taylor parameters reach its custom op as floats (the plugin's
+    attributes), so they learn only with the switch off, the default."""
 
     def setup_context(ctx, inputs, output):
         ctx.positions = [i for i, value in enumerate(inputs) if torch.is_tensor(value)]

@@ -232,3 +232,26 @@ def test_the_callers_signal_handlers_are_back_after_a_sweep(plain_host, tmp_path
         for sig, handler in zip(signals, previous):
             signal.signal(sig, handler)
     assert during and all(callers_handler not in handlers for handlers in during)  # the sweep's own, meanwhile
+
+
+def test_int8_engines_on_a_board_are_built_from_the_quantized_file(tmp_path):
+    """On a Jetson the int8 variant builds MODEL.int8.onnx into the engine cache as MODEL's int8 engine."""
+    import types
+
+    from edgeattn.sweep.engines import build_engines
+    from edgeattn.sweep.plan import plan_variants
+
+    model, quantized = _model(tmp_path, "m1"), _model(tmp_path, "m1.int8")
+    entries = [{"name": "m1", "path": model, "kind": "onnx"}]
+    board = types.SimpleNamespace(is_jetson=True)
+    variants, notes = plan_variants(entries, ["fp16", "int8"], board, "trtexec", lambda line: None)
+    assert [(v["precision"], v["source"]) for v in variants] == [("fp16", model), ("int8", quantized)] and not notes
+    built = []
+
+    def builder(source, target, precision):
+        built.append((source, os.path.basename(target), precision))
+        with open(target, "w") as handle:
+            handle.write("engine")
+
+    build_engines(variants, str(tmp_path / "out"), builder, lambda line: None)
+    assert built == [(model, "m1.fp16.engine", "fp16"), (quantized, "m1.int8.engine", "int8")]
