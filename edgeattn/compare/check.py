@@ -11,18 +11,53 @@ CHECK_TOLERANCES = {"fp32": (1e-2, 1e-2), "fp16": (5e-2, 5e-2), "int8": (5e-2, 5
 CHECK_INPUTS = 8
 
 
+def profile_corners(manifest):
+    """The batch sizes of the engine profile's corners (min, opt, max of the first input's batch dimension, each
+    once) when only the batch is dynamic; ``[None]`` (the default chunks) otherwise: compare feeds one fixed
+    C x H x W."""
+    profiles = (manifest or {}).get("profiles") or []
+    if not profiles or len(profiles[0]["inputs"]) != 1:
+        return [None]
+    entry = next(iter(profiles[0]["inputs"].values()))
+    low, opt, high = entry["min"], entry["opt"], entry["max"]
+    if not low or low[1:] != high[1:] or low[0] == high[0]:
+        return [None]
+    corners = []
+    for dims in (low, opt, high):
+        if dims[0] not in corners:
+            corners.append(int(dims[0]))
+    return corners
+
+
 def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugins=None, trtexec=None,
                  progress=None):
     """``edgeattn build --check``: compare a just-built engine (A) with its ONNX file on ONNX Runtime CPU (B) on
-    :data:`CHECK_INPUTS` seeded inputs, and record the outcome under ``"check"`` in the engine's manifest.
-    Returns the compare report; ``report["passed"]`` says whether the engine agrees within
-    :data:`CHECK_TOLERANCES`."""
+    seeded inputs at every corner of its optimization profile (the min, opt and max batch, at least
+    :data:`CHECK_INPUTS` inputs each), and record the outcome under ``"check"`` in the engine's manifest. Returns
+    the compare report of the worst corner with ``"corners"`` added; ``report["passed"]`` says whether the engine
+    agrees within :data:`CHECK_TOLERANCES` at every corner."""
     from .._io import outputs_now, write_json
     from ..tensorrt import manifest as manifest_module
 
     atol, rtol = CHECK_TOLERANCES.get(precision, CHECK_TOLERANCES["fp32"])
-    report = compare_models(engine_path, onnx_path, count=CHECK_INPUTS, atol=atol, rtol=rtol, backend=backend,
-                            plugins=plugins, trtexec=trtexec, progress=progress)
+    corners = []
+    worst = None
+    for batch in profile_corners(manifest_module.read_manifest(engine_path)):
+        count = CHECK_INPUTS if batch is None else batch * -(-CHECK_INPUTS // batch)
+        if progress is not None and batch is not None:
+            progress("profile corner batch {}: {} inputs".format(batch, count))
+        report = compare_models(engine_path, onnx_path, count=count, atol=atol, rtol=rtol, backend=backend,
+                                plugins=plugins, trtexec=trtexec, progress=progress, engine_batch=batch)
+        primary = report["outputs"][report["primary_output"]]
+        corners.append({"batch": batch, "inputs": count, "passed": report["passed"], "max_abs": primary["max_abs"],
+                        "max_rel": primary["max_rel"], "failures": report["failures"]})
+        if worst is None or (worst["passed"] and not report["passed"]) or (
+                worst["passed"] == report["passed"] and (primary["max_abs"] or 0.0) >
+                (worst["outputs"][worst["primary_output"]]["max_abs"] or 0.0)):
+            worst = report
+    report = dict(worst, corners=corners, passed=all(corner["passed"] for corner in corners),
+                  failures=["batch {}: {}".format(c["batch"], f) if c["batch"] is not None else f
+                            for c in corners for f in c["failures"]])
     manifest = manifest_module.read_manifest(engine_path) or {}
     primary = report["outputs"][report["primary_output"]]
     manifest["check"] = {
@@ -31,7 +66,7 @@ def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugi
         "passed": report["passed"], "failures": report["failures"], "output": report["primary_output"],
         "max_abs": primary["max_abs"], "max_rel": primary["max_rel"], "mean_abs": primary["mean_abs"],
         "cosine_min": report["cosine_min"], "top1_agreement": report["top1_agreement"],
-        "top5_agreement": report["top5_agreement"]}
+        "top5_agreement": report["top5_agreement"], "corners": corners}
     with outputs_now():  # recorded even when the check fails
         write_json(manifest_module.manifest_path(engine_path), manifest)
     return report
@@ -44,6 +79,10 @@ def format_check(report):
         "PASSED" if report["passed"] else "FAILED", os.path.basename(report["b"]["path"]),
         report["inputs"]["count"], _fmt(primary["max_abs"]), _fmt(primary["max_rel"]), _fmt6(report["cosine_min"]))
     lines = [line]
+    if len(report.get("corners") or ()) > 1:
+        lines.append("             profile corners: " + ", ".join(
+            "batch {} {} (max abs {})".format(c["batch"], "ok" if c["passed"] else "FAILED", _fmt(c["max_abs"]))
+            for c in report["corners"]))
     if report["top1_agreement"] is not None:
         lines.append("             top-1 {:.1%}, top-5 overlap {:.1%} (atol {:g}, rtol {:g})".format(
             report["top1_agreement"], report["top5_agreement"], report["tolerances"]["atol"],

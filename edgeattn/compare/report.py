@@ -10,10 +10,12 @@ SCHEMA = "edgeattn.compare/1"
 
 def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None, seed=0, atol=DEFAULT_ATOL,
                    rtol=DEFAULT_RTOL, min_top1=None, backend="auto", plugins=None, trtexec=None,
-                   trust_pickle=False, allow_engine_host_code=False, timeout=None, progress=None, layers=False):
+                   trust_pickle=False, allow_engine_host_code=False, timeout=None, progress=None, layers=False,
+                   engine_batch=None):
     """Run ``a`` and ``b`` on the same inputs and compare (B is the reference); returns the report dict (schema
     ``edgeattn.compare/1``). Bad input raises :class:`EdgeAttnError`; a failed comparison is ``passed: False``.
-    ``layers``: also compare every intermediate tensor both models share (:mod:`.layers`; ONNX files only)."""
+    ``layers``: also compare every intermediate tensor both models share (:mod:`.layers`; ONNX files only).
+    ``engine_batch``: run engine sides exactly this many samples at a time (a profile corner's batch)."""
     if atol < 0 or rtol < 0:
         raise EdgeAttnError("--atol and --rtol must be >= 0")
     if min_top1 is not None and not 0.0 <= min_top1 <= 1.0:
@@ -33,6 +35,9 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
                                 "Runtime); an engine keeps only the tensors TensorRT did not fuse, and marking its "
                                 "network's tensors needs another build on the device: compare the engine's ONNX "
                                 "instead")
+        for side in sides:
+            if side.kind == "engine" and engine_batch:
+                side.chunk = int(engine_batch)
         chw = _input_size(sides)
         batch, described = make_inputs(chw, count=count, images=images, seed=seed)
         outputs = []

@@ -50,12 +50,13 @@ class Side(object):
         self.path = path
         self.inputs = None
         self.batch = None  # a fixed batch size, or None (dynamic)
+        self.chunk = None  # run exactly this many samples per call (build --check at a profile corner)
 
     def describe(self):
         return {"path": os.path.abspath(self.path), "kind": self.kind, "backend": self.backend}
 
     def chunks(self, count):
-        size = self.batch or DYNAMIC_CHUNK
+        size = self.chunk or self.batch or DYNAMIC_CHUNK
         if self.batch and count % self.batch:
             raise EdgeAttnError("{} has a fixed batch of {}; give a multiple of it as --inputs (got {})".format(
                 self.path, self.batch, count))
@@ -211,6 +212,8 @@ class EngineSide(Side):
         return record
 
     def chunks(self, count):
+        if self.chunk:
+            return [(start, min(start + self.chunk, count)) for start in range(0, count, self.chunk)]
         if self.batch is None:
             # without a manifest the batch the engine takes is unknown: one sample per run is always valid
             size = min(self.max_batch, DYNAMIC_CHUNK) if self.max_batch else 1
