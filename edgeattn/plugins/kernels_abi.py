@@ -25,7 +25,7 @@ DTYPES = {"float32": 0, "float16": 1}
 PADDINGS = {"none": 0, "zeros": 1, "masked": 2}
 LITE_MLA_KERNELS = {"relu": 0, "quadratic_taylor": 1}
 #: edgeattn_kernel_path: which kernels run where a tensor-core kernel exists (also $EDGEATTN_KERNEL_PATH)
-KERNEL_PATHS = {"auto": 0, "scalar": 1, "tensor_core": 2}
+KERNEL_PATHS = {"auto": 0, "scalar": 1, "tensor_core": 2, "tensor_core_warp": 3}
 
 _c_int = ctypes.c_int
 _c_size = ctypes.c_size_t

@@ -1,8 +1,10 @@
 /*
  * EdgeAttnBlockifyAttention kernels: softmax attention inside square windows, plus the per-window LePE.
  *
- * Two paths, picked per launch by kernelPath.h: the tensor-core kernel (blockifyMmaKernel, below: sm_80+, FP16 I/O)
- * and this scalar kernel (every arch and FP32; the sm_53 path and the reference).
+ * Three kernels, picked per launch by kernelPath.h and the arguments: on the tensor-core path (sm_80+, FP16 I/O) the
+ * pipelined CTA kernel (blockifyFlashMmaKernel, blockifyFlash.cuh) where head_dim and channels are multiples of 8 and
+ * the tensors 16-byte aligned, else (and on the tensor_core_warp path) the one-warp-per-unit kernel
+ * (blockifyMmaKernel, below); the scalar kernel (below: every arch and FP32; the sm_53 path and the reference).
  *
  * Scalar kernel: one thread block per (window, head, batch). Each thread owns one query row of the window: its q (pre-scaled
  * by scale * log2e) and its FP32 output accumulator live in registers, and the block streams the window's keys
@@ -16,6 +18,7 @@
  * computed (they are cropped from the output). The LePE reads v from global memory (L1/L2-cached): a 3x3
  * depthwise conv with zero padding at the window border and zeros at padded positions.
  */
+#include "blockifyAttention/blockifyCommon.cuh"
 #include "common/deviceUtils.cuh"
 #include "common/kernelPath.h"
 #include "common/kernelStatus.h"
@@ -31,59 +34,8 @@ namespace kernels
 namespace
 {
 
-struct BlockifyParams
-{
-    void const* q;
-    void const* k;
-    void const* v;
-    void const* lepeWeight; // (C, 1, 3, 3) or null
-    void const* lepeBias;   // (C) or null
-    void* out;
-    int height;
-    int width;
-    int channels;
-    int headDim;
-    int windowSize;
-    int windowsX; // windows per row of the padded map
-    int padding;
-    float scaleLog2; // softmax scale * log2(e)
-    // tensor-core path only
-    int numHeads;
-    int windows;        // per image
-    int tileGroups;     // query-tile groups per window (one unit each)
-    int tilesPerGroup;  // 16-row query tiles per group (the last group may have fewer)
-    int64_t units;      // tileGroups * windows * numHeads * batch
-    int vectorLoads;    // k and v rows may be staged with 16-byte loads (head_dim, channels % 8 == 0, aligned)
-};
-
-/*
- * Calls visit(tap, ny, nx) for each tap ((dy + 1) * 3 + dx + 1) of the 3x3 LePE convolution around token (qy, qx)
- * whose neighbour (ny, nx) lies inside the window with top-left token (y0, x0) and inside the map: the convolution
- * zero-pads at the window border and at padded (outside-the-map) positions.
- */
-template <typename Visit>
-__device__ __forceinline__ void forEachLepeTap(
-    BlockifyParams const& p, int qy, int qx, int y0, int x0, Visit const& visit)
-{
-    int const ws = p.windowSize;
-    for (int dy = -1; dy <= 1; ++dy)
-    {
-        int const ny = qy + dy;
-        if (ny < y0 || ny >= y0 + ws || ny >= p.height)
-        {
-            continue;
-        }
-        for (int dx = -1; dx <= 1; ++dx)
-        {
-            int const nx = qx + dx;
-            if (nx < x0 || nx >= x0 + ws || nx >= p.width)
-            {
-                continue;
-            }
-            visit((dy + 1) * 3 + (dx + 1), ny, nx);
-        }
-    }
-}
+using blockify::BlockifyParams;
+using blockify::forEachLepeTap;
 
 template <int kMaxHeadDim>
 struct BlockifyConfig
@@ -700,6 +652,72 @@ int dispatchBlockifyMma(BlockifyParams const& params, cudaStream_t stream, char 
     return checkLaunch(function, "blockifyMmaKernel");
 }
 
+//! head_dim rounded up to the flash kernel's instantiations.
+int flashHeadDimPad(int headDim)
+{
+    return headDim <= 16 ? 16 : (headDim <= 32 ? 32 : (headDim <= 64 ? 64 : 128));
+}
+
+/*
+ * The flash kernel's CTA layout (windowsPerBlock, tilesPerBlock, queryBlocks): windows of at most two query tiles
+ * share a CTA (and one K/V tile) when that still leaves a CTA per SM; larger windows take ceil(tiles / 4) CTAs with
+ * the tiles spread evenly; and while the problem has fewer CTAs than the device has SMs (a batch-1 stage), a CTA
+ * takes fewer tiles (down to one warp), so the work reaches every SM instead of a few.
+ */
+void planBlockifyFlash(BlockifyParams& params, int multiprocessors)
+{
+    int const queryTiles = ceilDiv(params.windowSize * params.windowSize, 16);
+    int const keyTile = blockify::flashKeyTile(flashHeadDimPad(params.headDim));
+    params.windowsPerBlock = 1;
+    params.queryBlocks = ceilDiv(queryTiles, blockify::kFlashMaxWarps);
+    params.tilesPerBlock = ceilDiv(queryTiles, params.queryBlocks);
+    int const packable = std::min(blockify::kFlashMaxWarps / queryTiles, keyTile / (queryTiles * 16));
+    if (packable > 1 && params.problems / packable >= multiprocessors)
+    {
+        params.windowsPerBlock = packable;
+        params.tilesPerBlock = queryTiles;
+        return;
+    }
+    while (params.tilesPerBlock > 1 && params.problems * params.queryBlocks < multiprocessors)
+    {
+        params.tilesPerBlock = ceilDiv(params.tilesPerBlock, 2);
+        params.queryBlocks = ceilDiv(queryTiles, params.tilesPerBlock);
+    }
+}
+
+//! CTAs of the flash kernel for a plan.
+int64_t flashBlocks(BlockifyParams const& params)
+{
+    return params.windowsPerBlock > 1 ? (params.problems + params.windowsPerBlock - 1) / params.windowsPerBlock
+                                      : params.problems * params.queryBlocks;
+}
+
+int dispatchBlockifyFlash(BlockifyParams const& params, cudaStream_t stream, char const* function)
+{
+    switch (flashHeadDimPad(params.headDim))
+    {
+    case 16: blockify::launchBlockifyFlash<16>(params, stream); break;
+    case 32: blockify::launchBlockifyFlash<32>(params, stream); break;
+    case 64: blockify::launchBlockifyFlash<64>(params, stream); break;
+    default: blockify::launchBlockifyFlash<128>(params, stream); break;
+    }
+    return checkLaunch(function, "blockifyFlashMmaKernel");
+}
+
+//! SMs of the current device (1 when it cannot be queried: then no CTA split for small problems).
+int multiprocessorCount()
+{
+    int device = 0;
+    int count = 1;
+    if (cudaGetDevice(&device) != cudaSuccess
+        || cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    {
+        cudaGetLastError(); // not a launch error
+        return 1;
+    }
+    return count;
+}
+
 #else
 
 int dispatchBlockifyMma(BlockifyParams const&, cudaStream_t, char const* function)
@@ -829,18 +847,40 @@ extern "C" EDGEATTN_API int edgeattn_blockify_attention(const void* q, const voi
     int64_t const windowTokens = static_cast<int64_t>(window_size) * window_size;
     int const threads = static_cast<int>(std::min<int64_t>(256, (windowTokens + 31) / 32 * 32));
     dim3 const grid(static_cast<unsigned>(windows), static_cast<unsigned>(num_heads), static_cast<unsigned>(batch));
-    return launchOnKernelPath(
-        __func__, hasTensorCoreKernel,
-        [&](char const* function) { return dispatchBlockifyMma(params, cudaStream, function); },
-        [&](char const* function) {
-            if (dtype == EDGEATTN_DTYPE_FLOAT16)
-            {
-                dispatchBlockify<__half>(params, grid, threads, cudaStream);
-            }
-            else
-            {
-                dispatchBlockify<float>(params, grid, threads, cudaStream);
-            }
-            return checkLaunch(function, "blockifyAttentionKernel");
-        });
+    params.problems = windows * num_heads * batch;
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    if (path == KernelPath::kScalar)
+    {
+        if (dtype == EDGEATTN_DTYPE_FLOAT16)
+        {
+            dispatchBlockify<__half>(params, grid, threads, cudaStream);
+        }
+        else
+        {
+            dispatchBlockify<float>(params, grid, threads, cudaStream);
+        }
+        status = checkLaunch(__func__, "blockifyAttentionKernel");
+    }
+    else
+    {
+#if EDGEATTN_TENSOR_CORES
+        // the pipelined kernel stages rows with 16-byte cp.async and stores 16-byte segments
+        bool const flashEligible = path == KernelPath::kTensorCore && headDim % 8 == 0 && channels % 8 == 0
+            && isAligned(q, 16) && isAligned(k, 16) && isAligned(v, 16) && isAligned(out, 16);
+        if (flashEligible)
+        {
+            planBlockifyFlash(params, multiprocessorCount());
+        }
+        status = flashEligible && flashBlocks(params) <= 2147483647LL ? dispatchBlockifyFlash(params, cudaStream, __func__)
+                                                                        : dispatchBlockifyMma(params, cudaStream, __func__);
+#else
+        status = dispatchBlockifyMma(params, cudaStream, __func__);
+#endif
+    }
+    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
 }

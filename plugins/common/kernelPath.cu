@@ -44,6 +44,10 @@ int initialPath()
     {
         return EDGEATTN_KERNEL_PATH_TENSOR_CORE;
     }
+    if (std::strcmp(value, "tensor_core_warp") == 0)
+    {
+        return EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP;
+    }
     gEnvironmentValue = value;
     return kPathInvalidEnvironment;
 }
@@ -113,12 +117,12 @@ int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath*
     *path = KernelPath::kScalar;
     int const setting = pathSetting().load(std::memory_order_relaxed);
     EDGEATTN_CHECK_ARG(setting != kPathInvalidEnvironment, EDGEATTN_STATUS_INVALID_ARGUMENT,
-        "EDGEATTN_KERNEL_PATH=\"%s\" is not auto, scalar or tensor_core", gEnvironmentValue);
+        "EDGEATTN_KERNEL_PATH=\"%s\" is not auto, scalar, tensor_core or tensor_core_warp", gEnvironmentValue);
     if (setting == EDGEATTN_KERNEL_PATH_SCALAR || !hasTensorCoreKernel)
     {
         return EDGEATTN_STATUS_SUCCESS;
     }
-    bool const forced = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE;
+    bool const forced = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE || setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP;
 #if !EDGEATTN_TENSOR_CORES
     EDGEATTN_CHECK_ARG(!forced, EDGEATTN_STATUS_UNSUPPORTED,
         "the tensor-core path is forced but this library was built without tensor-core kernels "
@@ -140,7 +144,7 @@ int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath*
         arch.computeCapability, arch.codeArch, kMinTensorCoreArch);
     if (arch.computeCapability >= kMinTensorCoreArch && arch.codeArch >= kMinTensorCoreArch)
     {
-        *path = KernelPath::kTensorCore;
+        *path = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP ? KernelPath::kTensorCoreWarp : KernelPath::kTensorCore;
     }
     return EDGEATTN_STATUS_SUCCESS;
 #endif
@@ -152,8 +156,9 @@ int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath*
 extern "C" EDGEATTN_API int edgeattn_set_kernel_path(int path)
 {
     EDGEATTN_CHECK_ARG(path == EDGEATTN_KERNEL_PATH_AUTO || path == EDGEATTN_KERNEL_PATH_SCALAR
-            || path == EDGEATTN_KERNEL_PATH_TENSOR_CORE,
-        EDGEATTN_STATUS_INVALID_ARGUMENT, "kernel path %d is not auto (0), scalar (1) or tensor_core (2)", path);
+            || path == EDGEATTN_KERNEL_PATH_TENSOR_CORE || path == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP,
+        EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "kernel path %d is not auto (0), scalar (1), tensor_core (2) or tensor_core_warp (3)", path);
     edgeattn::kernels::pathSetting().store(path, std::memory_order_relaxed);
     return edgeattn::kernels::succeed();
 }

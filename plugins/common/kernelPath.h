@@ -14,7 +14,7 @@
  * The device's compute capability, and whether the library's device code for it was compiled for sm_80+ (the
  * ptxVersion of a probe kernel: a library built for 72 and run on Orin JIT-compiles compute_72 PTX, which has no
  * mma), are queried once per device and cached. The user's choice (edgeattn_set_kernel_path, or
- * $EDGEATTN_KERNEL_PATH = auto | scalar | tensor_core read once) is process-wide.
+ * $EDGEATTN_KERNEL_PATH = auto | scalar | tensor_core | tensor_core_warp read once) is process-wide.
  */
 #ifndef EDGEATTN_COMMON_KERNEL_PATH_H
 #define EDGEATTN_COMMON_KERNEL_PATH_H
@@ -27,10 +27,14 @@ namespace edgeattn
 namespace kernels
 {
 
+//! The kernels of a launch (each a TensorRT tactic candidate). kTensorCoreWarp differs from kTensorCore only for
+//! blockify attention (blockifyMmaKernel, one warp per window, instead of blockifyFlashMmaKernel, the pipelined CTA
+//! kernel); launchOnKernelPath runs an op's tensor-core kernels for both.
 enum class KernelPath
 {
     kScalar,
-    kTensorCore
+    kTensorCore,
+    kTensorCoreWarp
 };
 
 //! mma.sync m16n8k16 with FP32 accumulation needs sm_80 (compute capability 8.0).
@@ -63,7 +67,7 @@ int launchOnKernelPath(char const* function, bool hasTensorCoreKernel, TensorCor
     int status = chooseKernelPath(function, hasTensorCoreKernel, &path);
     if (status == EDGEATTN_STATUS_SUCCESS)
     {
-        status = path == KernelPath::kTensorCore ? tensorCore(function) : scalar(function);
+        status = path == KernelPath::kScalar ? scalar(function) : tensorCore(function);
     }
     return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
 }

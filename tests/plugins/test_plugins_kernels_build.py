@@ -409,7 +409,7 @@ def test_scalar_kernels_use_nothing_beyond_sm53(kernels_build, scalar_only_kerne
     same for blockify's scalar-only configuration (EDGEATTN_TENSOR_CORES=0, the JetPack 4.6 build), which has no
     tensor-core kernel at all."""
     sources = kernel_sources()
-    assert len(sources) == 6
+    assert len(sources) == 10  # blockify: the scalar / one-warp kernels' file and one flash file per head_dim
     # the patterns do catch what they are meant to catch
     assert NEWER_THAN_SM53.findall("cp.async.ca.shared.global [%r1], [%rd2], 16;\nmma.sync.aligned.m16n8k16")
     assert HALF_ARITHMETIC.findall("\tfma.rn.f16x2 %r1, %r2, %r3, %r4;\n\tadd.f16 %h1, %h2, %h3;")
@@ -447,6 +447,10 @@ def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(kernels_build):
     ("efficientAttention/efficientAttentionKernel.cu", 9),  # reduce + output + fused x 3 value-tile counts
     ("liteMLA/liteMLAKernel.cu", 18),                       # the same for ReLU and quadratic Taylor
     ("softKernelAttention/softKernelAttentionKernel.cu", 5),  # Newton + pass 1 / pass 2 x 2 value-tile counts
+    ("blockifyAttention/blockifyFlashHd16.cu", 1),          # the pipelined blockify kernel, one head_dim each
+    ("blockifyAttention/blockifyFlashHd32.cu", 1),
+    ("blockifyAttention/blockifyFlashHd64.cu", 1),
+    ("blockifyAttention/blockifyFlashHd128.cu", 1),
 ])
 def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(kernels_build, source, kernels):
     """compute_87: every MmaKernel of the EFFATT, LiteMLA and SOFT sources holds the f16 m16n8k16 mma with FP32
@@ -459,7 +463,8 @@ def test_linear_and_soft_tensor_core_ptx_is_confined_to_their_mma_kernels(kernel
         assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in body and "ldmatrix.sync.aligned" in body, name
         assert not HALF_ARITHMETIC.findall(body), name
     scalar = {name: body for name, body in entries.items() if name not in tensor}
-    assert scalar and not any(NEWER_THAN_SM53.findall(body) for body in scalar.values())
+    has_scalar = "blockifyFlash" not in source  # the flash files hold only the tensor-core kernel
+    assert bool(scalar) == has_scalar and not any(NEWER_THAN_SM53.findall(body) for body in scalar.values())
 
 
 CMAKE_ARCH_PROBE = """

@@ -633,13 +633,15 @@ def _tiny_blockify(kernels, dtype):
 @pytest.mark.parametrize("capability, code_arch, path, dtype, expected", [
     ((5, 3), 0, "auto", torch.float16, "blockifyAttentionKernel"),
     ((7, 5), 0, "auto", torch.float16, "blockifyAttentionKernel"),
-    ((8, 0), 0, "auto", torch.float16, "blockifyMmaKernel"),
-    ((8, 7), 0, "auto", torch.float16, "blockifyMmaKernel"),
-    ((9, 0), 0, "auto", torch.float16, "blockifyMmaKernel"),
+    ((8, 0), 0, "auto", torch.float16, "blockifyFlashMmaKernel"),
+    ((8, 7), 0, "auto", torch.float16, "blockifyFlashMmaKernel"),
+    ((9, 0), 0, "auto", torch.float16, "blockifyFlashMmaKernel"),
     ((8, 7), 0, "auto", torch.float32, "blockifyAttentionKernel"),       # no TF32: FP32 stays scalar
     ((8, 7), 72, "auto", torch.float16, "blockifyAttentionKernel"),      # library without sm_80+ code for Orin
     ((8, 7), 0, "scalar", torch.float16, "blockifyAttentionKernel"),
-    ((8, 7), 0, "tensor_core", torch.float16, "blockifyMmaKernel"),
+    ((8, 7), 0, "tensor_core", torch.float16, "blockifyFlashMmaKernel"),
+    ((8, 7), 0, "tensor_core_warp", torch.float16, "blockifyMmaKernel"),
+    ((7, 5), 0, "tensor_core_warp", torch.float16, "sm_75"),
     ((8, 7), 0, "tensor_core", torch.float32, "blockifyAttentionKernel"),  # FP32 has no tensor-core kernel
     ((5, 3), 0, "tensor_core", torch.float16, "device is sm_53"),
     ((8, 7), 75, "tensor_core", torch.float16, "compiled for compute_75"),
@@ -665,8 +667,8 @@ def test_set_compute_capability_selects_one_device_per_capability(kernels):
     nano = kernels.emu.edgeattn_emu_set_compute_capability(5, 3)
     assert orin != nano and kernels.emu.edgeattn_emu_set_compute_capability(8, 7) == orin
     assert kernels.set_compute_capability(8, 7) == orin and kernels.set_compute_capability(8, 7, 72) != orin
-    for capability, expected in (((8, 7), "blockifyMmaKernel"), ((5, 3), "blockifyAttentionKernel"),
-                                 ((8, 7), "blockifyMmaKernel")):
+    for capability, expected in (((8, 7), "blockifyFlashMmaKernel"), ((5, 3), "blockifyAttentionKernel"),
+                                 ((8, 7), "blockifyFlashMmaKernel")):
         kernels.reset()
         kernels.emu.edgeattn_emu_set_compute_capability(*capability)
         status, log = _tiny_blockify(kernels, torch.float16)
@@ -684,6 +686,7 @@ def test_kernel_path_setting_is_validated(kernels):
 @pytest.mark.parametrize("value, expected_path, launch_status", [
     ("scalar", "scalar", kernels_abi.STATUS_SUCCESS),
     ("tensor_core", "tensor_core", kernels_abi.STATUS_UNSUPPORTED),  # the default emulated device is sm_75
+    ("tensor_core_warp", "tensor_core_warp", kernels_abi.STATUS_UNSUPPORTED),
     ("fast", -1, kernels_abi.STATUS_INVALID_ARGUMENT),
 ])
 def test_kernel_path_from_the_environment(emulated_library, value, expected_path, launch_status):
@@ -752,12 +755,22 @@ BLOCKIFY_CASES = [
 ]
 
 
-def expected_blockify_kernel(head_dim, dtype, capability, window):
-    """The launch-log text of the kernel (and template path) the launcher must pick: the tensor-core kernel pads
-    head_dim to 16/32/64/128 and carries 4 query tiles per staged key chunk when the window spans several chunks
-    (64/64/32/16 keys) and head_dim <= 32."""
+#: (emulated device, kernel path) of the blockify cases: the scalar kernel (sm_53), the tensor-core path on sm_87
+#: (the pipelined blockifyFlashMmaKernel where head_dim and channels are multiples of 8 and the tensors 16-byte
+#: aligned, else blockifyMmaKernel), and sm_87 forced onto the one-warp-per-unit blockifyMmaKernel
+BLOCKIFY_PATHS = [((5, 3), "auto"), ((8, 7), "auto"), ((8, 7), "tensor_core_warp")]
+BLOCKIFY_PATH_IDS = ["sm53", "sm87", "sm87-warp"]
+
+
+def expected_blockify_kernel(head_dim, dtype, capability, window, path="auto", channels=None, misaligned=False):
+    """The launch-log text of the kernel (and template path) the launcher must pick: the flash kernel pads head_dim
+    to 16/32/64/128; the one-warp-per-unit tensor-core kernel also, and carries 4 query tiles per staged key chunk
+    when the window spans several chunks (64/64/32/16 keys) and head_dim <= 32."""
     if dtype == torch.float16 and capability >= (8, 0):
         pad = 16 if head_dim <= 16 else 32 if head_dim <= 32 else 64 if head_dim <= 64 else 128
+        channels = head_dim if channels is None else channels
+        if path != "tensor_core_warp" and head_dim % 8 == 0 and channels % 8 == 0 and not misaligned:
+            return "blockifyFlashMmaKernel<kHeadDimPad> [with int kHeadDimPad = {};".format(pad)
         chunk = {16: 64, 32: 64, 64: 32, 128: 16}[pad]
         passes = 4 if pad <= 32 and window * window > chunk else 1
         return "[with int kHeadDimPad = {}; int kTilesPerPass = {};".format(pad, passes)
@@ -766,21 +779,26 @@ def expected_blockify_kernel(head_dim, dtype, capability, window):
     return "kMaxHeadDim = " + exact
 
 
-@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("capability, path", BLOCKIFY_PATHS, ids=BLOCKIFY_PATH_IDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("case", BLOCKIFY_CASES, ids=[case[0] for case in BLOCKIFY_CASES])
-def test_blockify_attention_matches_reference(kernels, dtype, case, capability):
+def test_blockify_attention_matches_reference(kernels, dtype, case, capability, path):
     """Scalar path (sm_53; and FP32 on sm_87): every template path (head_dim 16/32/64 exact, < 32 / < 64 / <= 128
     generic), LePE on/off, the three padding modes (none on a divisible map; zeros and masked on non-divisible ones
     and on a window larger than the map), several key tiles per window, several query chunks per window (289
     queries, 256 threads), explicit scale. Tensor-core path (FP16 on sm_87): head_dim padded to 16/32/64/128, one
     to five key chunks per window (staged once or per query tile), 16-row query tiles cut by the window and the map,
-    vector and element-wise staging (aligned and misaligned pointers, head_dim 13), spare warps in the last block."""
+    vector and element-wise staging (aligned and misaligned pointers, head_dim 13), spare warps in the last block;
+    the flash kernel where head_dim and channels are multiples of 8 and the pointers aligned (FP32 and the other
+    cases stay on the scalar / one-warp kernels)."""
+    if path != "auto" and dtype != torch.float16:
+        pytest.skip("FP32 I/O has only the scalar kernel")
     kernels.set_compute_capability(*capability)
+    kernels.set_kernel_path(path)
     label, batch, height, width, channels, heads, window, padding, lepe, scale, misaligned = case
     q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, dtype)
     log = run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned)
-    expected = expected_blockify_kernel(channels // heads, dtype, capability, window)
+    expected = expected_blockify_kernel(channels // heads, dtype, capability, window, path, channels, misaligned)
     assert len(log) == 1 and expected in log[0], log
 
 
@@ -792,18 +810,19 @@ TENSOR_CORE_BLOCKIFY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+@pytest.mark.parametrize("capability, path", BLOCKIFY_PATHS, ids=BLOCKIFY_PATH_IDS)
 @pytest.mark.parametrize("case", TENSOR_CORE_BLOCKIFY_CASES, ids=[case[0] for case in TENSOR_CORE_BLOCKIFY_CASES])
-def test_blockify_attention_window_sizes_and_sharp_softmax_fp16(kernels, case, capability):
+def test_blockify_attention_window_sizes_and_sharp_softmax_fp16(kernels, case, capability, path):
     """Windows of 144 and 196 keys (three and four key chunks, 9 and 13 query tiles, masked padding on a ragged
     map), and large scores (q x 6: a near one-hot softmax, where P's rounding matters most), FP16 on both paths."""
     kernels.set_compute_capability(*capability)
+    kernels.set_kernel_path(path)
     label, batch, height, width, channels, heads, window, padding, lepe, query_scale = case
     q, k, v, weight, bias = blockify_inputs(batch, height * width, channels, lepe, torch.float16)
     q = (q.float() * query_scale).half()
     log = run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, 0.0, padding)
-    assert len(log) == 1 and expected_blockify_kernel(channels // heads, torch.float16, capability, window) in log[0], \
-        log
+    expected = expected_blockify_kernel(channels // heads, torch.float16, capability, window, path, channels)
+    assert len(log) == 1 and expected in log[0], log
 
 
 # A fragment-layout bug planted in the kernels' side of the contract (mma.cuh's lane -> groupID/threadID_in_group,
@@ -854,7 +873,7 @@ def test_a_planted_fragment_layout_bug_fails_the_kernel_tests(planted_kernels, c
         planted_kernels, q, k, v, weight, bias, height, width, heads, window, scale, padding, misaligned))
     assert "FP16 max error" in message or "left unwritten" in message or "depends on the block/warp" in message, \
         message
-    assert planted_kernels.launches()[0].startswith("blockifyMmaKernel"), planted_kernels.launches()
+    assert planted_kernels.launches()[0].startswith("blockifyFlashMmaKernel"), planted_kernels.launches()
 
 
 # ---- EFFATT --------------------------------------------------------------------------------------------------------
@@ -1103,7 +1122,8 @@ def test_cswin_224_stage_shapes(kernels, dtype, stage):
     for capability in CAPABILITIES if dtype == torch.float16 else CAPABILITIES[:1]:
         kernels.set_compute_capability(*capability)
         log = run_blockify(kernels, q, k, v, weight, bias, side, side, heads // 2, window, 0.0, "none")
-        assert expected_blockify_kernel(channels // heads, dtype, capability, window) in log[0], log
+        assert expected_blockify_kernel(channels // heads, dtype, capability, window, channels=channels // 2) in log[0], \
+            log
     kernels.set_compute_capability(7, 5)
     run_efficient(kernels, *effatt_inputs(3, tokens, channels // 2, dtype), heads=heads // 2)
     qkv = random_tensor((3, 2 * channels // 32 * 3 * 32, side, side), dtype, seed=40)

@@ -69,7 +69,10 @@ typedef enum edgeattn_kernel_path
 {
     EDGEATTN_KERNEL_PATH_AUTO = 0,       /* tensor-core kernels where the device (sm_80+) and this build allow */
     EDGEATTN_KERNEL_PATH_SCALAR = 1,     /* always the scalar kernels (the sm_53 path and the reference) */
-    EDGEATTN_KERNEL_PATH_TENSOR_CORE = 2 /* tensor-core kernels; a call that has one fails where it cannot run */
+    EDGEATTN_KERNEL_PATH_TENSOR_CORE = 2, /* tensor-core kernels; a call that has one fails where it cannot run */
+    /* as TENSOR_CORE, but blockify attention runs its one-warp-per-window kernel (blockifyMmaKernel) instead of the
+       pipelined CTA kernel (blockifyFlashMmaKernel); the other ops have one tensor-core kernel each */
+    EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP = 3
 } edgeattn_kernel_path;
 
 /* Library information. */
@@ -83,8 +86,8 @@ EDGEATTN_API const char* edgeattn_last_error(void);
 /*
  * Kernel path, process-wide: which kernel the launchers below run where a tensor-core kernel exists for the call
  * (FP16 I/O of blockify attention, EFFATT, LiteMLA and SOFT, within their head_dim limits; see plugins/README.md).
- * The initial value comes from $EDGEATTN_KERNEL_PATH (auto | scalar | tensor_core; another value makes such
- * launches fail with EDGEATTN_STATUS_INVALID_ARGUMENT), else AUTO. With TENSOR_CORE, such a launch fails with
+ * The initial value comes from $EDGEATTN_KERNEL_PATH (auto | scalar | tensor_core | tensor_core_warp; another value makes such
+ * launches fail with EDGEATTN_STATUS_INVALID_ARGUMENT), else AUTO. With TENSOR_CORE(_WARP), such a launch fails with
  * EDGEATTN_STATUS_UNSUPPORTED on a device below sm_80 or when this library has no sm_80+ code for the device.
  * set returns EDGEATTN_STATUS_SUCCESS or EDGEATTN_STATUS_INVALID_ARGUMENT; get returns the setting (-1 while
  * $EDGEATTN_KERNEL_PATH holds an unknown value). Not synchronised with launches in flight on other threads.

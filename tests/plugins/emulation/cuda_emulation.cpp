@@ -163,6 +163,7 @@ struct EmulatedDevice
     int codeArch;
 };
 std::vector<EmulatedDevice> gDevices(1, EmulatedDevice{75, 75});
+int gMultiprocessors = 1; // what every emulated device reports (edgeattn_emu_set_multiprocessor_count)
 int gCurrentDevice = 0;
 unsigned char* gArena = nullptr;
 unsigned char* gStacks = nullptr;
@@ -1183,7 +1184,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device)
     std::snprintf(properties->name, sizeof(properties->name), "edgeattn CPU emulation (sm_%d)", capability);
     properties->major = capability / 10;
     properties->minor = capability % 10;
-    properties->multiProcessorCount = 1;
+    properties->multiProcessorCount = gMultiprocessors;
     properties->sharedMemPerBlock = 48 * 1024;
     properties->sharedMemPerBlockOptin = 64 * 1024;
     properties->maxThreadsPerBlock = 1024;
@@ -1225,7 +1226,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     case cudaDevAttrMaxGridDimZ: *value = 65535; break;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; break;
     case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrMultiProcessorCount: *value = 1; break;
+    case cudaDevAttrMultiProcessorCount: *value = gMultiprocessors; break;
     case cudaDevAttrComputeCapabilityMajor: *value = capability / 10; break;
     case cudaDevAttrComputeCapabilityMinor: *value = capability % 10; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 64 * 1024; break;
@@ -1321,13 +1322,22 @@ EDGEATTN_EMU_EXPORT int edgeattn_emu_select_device(int major, int minor, int cod
     return gCurrentDevice;
 }
 
+//! The SM count every emulated device reports (default 1; e.g. 132 for an H100/H200, 16 for an AGX Orin), so
+//! launchers that size their grids to the device can be tested; blocks still run one after the other. Back to 1
+//! at edgeattn_emu_reset.
+EDGEATTN_EMU_EXPORT void edgeattn_emu_set_multiprocessor_count(int count)
+{
+    gMultiprocessors = count > 0 ? count : 1;
+}
+
 //! The emulated device's compute capability (5.3 Nano: scalar kernels; 8.7 Orin: tensor-core kernels).
 EDGEATTN_EMU_EXPORT int edgeattn_emu_set_compute_capability(int major, int minor)
 {
     return edgeattn_emu_select_device(major, minor, 0);
 }
 
-//! Clears the sticky fault, the last error and the launch log (a fresh "context").
+//! Clears the sticky fault, the last error, the launch log and the watched regions (a fresh "context"), and sets
+//! the SM count back to 1.
 EDGEATTN_EMU_EXPORT void edgeattn_emu_reset(void)
 {
     gStickyError = cudaSuccess;
@@ -1336,6 +1346,7 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_reset(void)
     gFaultMessage.clear();
     gLaunches.clear();
     gMaxDynamicShared.clear();
+    gMultiprocessors = 1;
     gWatched.clear();
     gWatchedLow = UINTPTR_MAX;
     gWatchedHigh = 0;

@@ -33,6 +33,7 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
             getattr(self.emu, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         self.emu.edgeattn_emu_select_device.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         self.emu.edgeattn_emu_set_block_order.argtypes = [ctypes.c_uint]
+        self.emu.edgeattn_emu_set_multiprocessor_count.argtypes = [ctypes.c_int]
         self.emu.edgeattn_emu_watch_global.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self.emu.edgeattn_emu_launch_traffic.argtypes = [
             ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_ulonglong)]
@@ -55,6 +56,10 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         """0: blocks in index order (reversed by the reverse schedule); else a pseudo-random permutation of that
         seed: the order in which blocks arrive at a last-block-to-arrive counter."""
         self.emu.edgeattn_emu_set_block_order(seed)
+
+    def set_multiprocessor_count(self, count):
+        """The SM count the emulated devices report (default 1)."""
+        self.emu.edgeattn_emu_set_multiprocessor_count(count)
 
     def fault(self):
         return self.emu.edgeattn_emu_fault().decode()
