@@ -17,6 +17,7 @@ import ctypes
 import numpy as np
 import pytest
 
+import planted_bugs
 from emulation import build_emulated
 from emulation.emulated_kernels import EmulatedKernels
 
@@ -40,30 +41,15 @@ def emulator():
     library.set_compute_capability(7, 5)
 
 
-# Bugs planted in the emulator's models (one variant library for all): .trans distributing like the plain form,
-# cp.async landing at issue instead of at its wait, ex2.approx exact, and traffic counting at most 4 bytes per access.
-EMULATOR = build_emulated.EMULATOR_MUTATION_PATH
-PLANTED_EMULATOR_BUGS = (
-    (EMULATOR, "std::memcpy(&lo, rows[8 * j + 2 * (lane % 4)] + 2 * (lane / 4), 2);",
-     "std::memcpy(&lo, rows[8 * j + lane / 4] + 2 * (2 * (lane % 4)), 2); // planted"),
-    (EMULATOR, "std::memcpy(&hi, rows[8 * j + 2 * (lane % 4) + 1] + 2 * (lane / 4), 2);",
-     "std::memcpy(&hi, rows[8 * j + lane / 4] + 2 * (2 * (lane % 4) + 1), 2); // planted"),
-    (EMULATOR, "    fillWords(destination, 16, kPoisonWord); // undefined until the copy's group is waited on\n",
-     "    std::memcpy(destination, copy.data, 16); // planted: lands at issue\n"),
-    (EMULATOR, "    return static_cast<float>(exact * ((hash & 1U) != 0 ? 1.0 + error : 1.0 - error));\n",
-     "    return static_cast<float>(exact + 0.0 * error * hash); // planted: exact\n"),
-    (EMULATOR, "        uintptr_t const high = std::min(begin + bytes, region.end);\n",
-     "        uintptr_t const high = std::min(begin + std::min<size_t>(bytes, 4), region.end); // planted\n"),
-)
-
-
 @pytest.fixture(scope="module")
 def planted_emulator():
+    """The variant library with the planted bugs of tests/plugins/planted_bugs.py (each off until switched on)."""
     if build_emulated.find_compiler() is None:
         pytest.skip("no g++/c++ on PATH: the CPU emulation cannot be built")
-    library = EmulatedKernels(build_emulated.cached_build(mutations=PLANTED_EMULATOR_BUGS))
+    library = EmulatedKernels(planted_bugs.variant_library())
     library.reset()
     yield library
+    library.set_planted_bug(0)
     library.reset()
 
 
@@ -240,9 +226,15 @@ def test_unwatched_memory_is_not_counted_and_reset_clears_the_regions(emulator):
     assert [(t["read_bytes"], t["written_bytes"]) for t in emulator.traffic()] == [(0, 0)]
 
 
-# ---- the same checks against the emulator with each model broken ---------------------------------------------------
-@pytest.mark.parametrize("check", [check_async_copy_groups, check_exp2_approx, check_ldmatrix_trans, check_traffic],
+# ---- the same checks against the emulator with each model broken (planted_bugs.py) ----------------------------------
+@pytest.mark.parametrize("bug, check", [(5, check_async_copy_groups), (6, check_exp2_approx),
+                                        (4, check_ldmatrix_trans), (7, check_traffic)],
                          ids=["cp.async deferred", "ex2 inexact", "ldmatrix.trans layout", "traffic bytes"])
-def test_a_bug_planted_in_each_instruction_model_is_caught(planted_emulator, check):
-    with pytest.raises(AssertionError):
-        check(planted_emulator)
+def test_a_bug_planted_in_each_instruction_model_is_caught(planted_emulator, bug, check):
+    check(planted_emulator)  # every bug off: the variant passes
+    planted_emulator.set_planted_bug(bug)
+    try:
+        with pytest.raises(AssertionError):
+            check(planted_emulator)
+    finally:
+        planted_emulator.set_planted_bug(0)

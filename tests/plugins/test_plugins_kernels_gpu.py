@@ -9,8 +9,9 @@ Shapes: CSWin-T24181 stages (maps 56/28/14/7 at 224, scaled by 384/224 and 512/2
 heads 2/4/8/16; the ELFATT branches get half the channels and heads), odd batch sizes, plus one edge case per
 kernel (misaligned base pointers, ragged sizes, windows larger than the map, global-memory Newton path...).
 Kernel paths: every FP16 case runs twice, with the scalar kernels forced (edgeattn_set_kernel_path, the sm_53
-path) and with the tensor-core kernels forced (sm_80+ only: skipped on older GPUs); FP32 runs the scalar kernels
-(there is no TF32 path). A profiler check confirms which kernel each setting launches.
+path) and with the tensor-core kernels forced (sm_80+ only: skipped on older GPUs); blockify also a third time, on
+its one-warp-per-unit tensor-core kernel (tensor_core_warp; tensor_core runs its pipelined kernel where head_dim and
+channels are multiples of 8 and the tensors 16-byte aligned); FP32 runs the scalar kernels (there is no TF32 path). A profiler check confirms which kernel each setting launches.
 Marked `gpu`: skipped on machines without CUDA (like CI).
 """
 
@@ -49,13 +50,16 @@ def kernels(gpu_kernels_library):
 DTYPE_PATHS = [pytest.param(torch.float32, "scalar", id="fp32"),
                pytest.param(torch.float16, "scalar", id="fp16-scalar"),
                pytest.param(torch.float16, "tensor_core", id="fp16-tensor_core")]
+#: blockify has two tensor-core kernels: the pipelined one (tensor_core) and the one-warp-per-unit one
+BLOCKIFY_DTYPE_PATHS = DTYPE_PATHS + [pytest.param(torch.float16, "tensor_core_warp", id="fp16-tensor_core_warp")]
 
 
 @pytest.fixture
 def kernel_path(kernels):
-    """``kernel_path(name)`` forces "scalar" or "tensor_core" for the test (skips tensor cores below sm_80)."""
+    """``kernel_path(name)`` forces "scalar", "tensor_core" or "tensor_core_warp" for the test (skips tensor cores
+    below sm_80)."""
     def apply(path):
-        if path == "tensor_core" and torch.cuda.get_device_capability() < (8, 0):
+        if path.startswith("tensor_core") and torch.cuda.get_device_capability() < (8, 0):
             pytest.skip("tensor-core kernels need sm_80+; this GPU is sm_{}{}".format(
                 *torch.cuda.get_device_capability()))
         kernels.set_kernel_path(path)
@@ -124,7 +128,7 @@ def run_blockify(kernels, q, k, v, weight, bias, height, width, heads, window, s
     return out
 
 
-@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+@pytest.mark.parametrize("dtype, path", BLOCKIFY_DTYPE_PATHS)
 @pytest.mark.parametrize("resolution, stage, side, channels, heads", list(stage_shapes()))
 def test_blockify_attention_cswin_stages(kernels, kernel_path, dtype, path, resolution, stage, side, channels, heads):
     kernel_path(path)
@@ -146,7 +150,7 @@ def test_blockify_attention_cswin_stages(kernels, kernel_path, dtype, path, reso
           "blockify {}px stage {} {} pad={}".format(resolution, stage + 1, dtype, padding))
 
 
-@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+@pytest.mark.parametrize("dtype, path", BLOCKIFY_DTYPE_PATHS)
 @pytest.mark.parametrize("padding", ["zeros", "masked"])
 def test_blockify_attention_edge_cases(kernels, kernel_path, dtype, path, padding):
     """Misaligned pointers, head_dim 13 (generic path), a window larger than a 5x9 map, explicit scale."""
@@ -174,7 +178,7 @@ def model_windows():
             yield resolution, index, sides[index], channels // 2, heads // 2, window
 
 
-@pytest.mark.parametrize("dtype, path", DTYPE_PATHS)
+@pytest.mark.parametrize("dtype, path", BLOCKIFY_DTYPE_PATHS)
 @pytest.mark.parametrize("resolution, stage, side, channels, heads, window", list(model_windows()))
 def test_blockify_attention_model_windows(kernels, kernel_path, dtype, path, resolution, stage, side, channels,
                                           heads, window):
@@ -382,8 +386,10 @@ def test_every_kernel_runs_inside_a_cuda_graph(kernels, kernel_path, dtype, path
         check(outputs[name], reference, inputs, dtype, "{} replayed from a CUDA graph {} {}".format(name, dtype, path))
 
 
-@pytest.mark.parametrize("path, expected, absent", [("scalar", "blockifyAttentionKernel", "blockifyMmaKernel"),
-                                                      ("tensor_core", "blockifyMmaKernel", "blockifyAttentionKernel")])
+@pytest.mark.parametrize("path, expected, absent", [
+    ("scalar", "blockifyAttentionKernel", "MmaKernel"),
+    ("tensor_core", "blockifyFlashMmaKernel", "blockifyAttentionKernel"),
+    ("tensor_core_warp", "blockifyMmaKernel", "blockifyFlashMmaKernel")])
 def test_kernel_path_setting_launches_that_kernel(kernels, kernel_path, path, expected, absent):
     """The CUDA profiler sees which kernel an FP16 blockify launch ran under each forced path."""
     kernel_path(path)

@@ -164,6 +164,7 @@ struct EmulatedDevice
 };
 std::vector<EmulatedDevice> gDevices(1, EmulatedDevice{75, 75});
 int gMultiprocessors = 1; // what every emulated device reports (edgeattn_emu_set_multiprocessor_count)
+int gPlantedBug = 0;       // edgeattn_emu_set_planted_bug
 int gCurrentDevice = 0;
 unsigned char* gArena = nullptr;
 unsigned char* gStacks = nullptr;
@@ -859,6 +860,11 @@ void cpAsyncWaitGroup(int pending)
     }
 }
 
+bool plantedBug(int id)
+{
+    return detail::gPlantedBug == id;
+}
+
 float ex2Approx(float x)
 {
     uint32_t bits;
@@ -1320,6 +1326,12 @@ EDGEATTN_EMU_EXPORT int edgeattn_emu_select_device(int major, int minor, int cod
     gDevices.push_back(EmulatedDevice{capability, code});
     gCurrentDevice = static_cast<int>(gDevices.size() - 1);
     return gCurrentDevice;
+}
+
+//! Switches on the bug `id` of a planted-bug variant library (0: none); kept across edgeattn_emu_reset.
+EDGEATTN_EMU_EXPORT void edgeattn_emu_set_planted_bug(int id)
+{
+    gPlantedBug = id;
 }
 
 //! The SM count every emulated device reports (default 1; e.g. 132 for an H100/H200, 16 for an AGX Orin), so

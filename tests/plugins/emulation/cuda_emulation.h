@@ -753,6 +753,11 @@ void cpAsyncWaitGroup(int pending);
 float ex2Approx(float x);
 constexpr double kEx2ApproxMaxRelativeError = 1.0 / (1 << 22); // 2^-22, including the rounding to FP32
 
+//! Test hook of the planted-bug variants (tests/plugins/planted_bugs.py): a mutated copy of a source guards its bug
+//! with `if (plantedBug(id))`, so one variant library carries several bugs, each switched on alone
+//! (edgeattn_emu_set_planted_bug). Always false in the regular build's code, which never calls it.
+bool plantedBug(int id);
+
 } // namespace cuda_emu
 
 inline unsigned int __ballot_sync(unsigned int mask, int predicate)

@@ -34,6 +34,7 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         self.emu.edgeattn_emu_select_device.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         self.emu.edgeattn_emu_set_block_order.argtypes = [ctypes.c_uint]
         self.emu.edgeattn_emu_set_multiprocessor_count.argtypes = [ctypes.c_int]
+        self.emu.edgeattn_emu_set_planted_bug.argtypes = [ctypes.c_int]
         self.emu.edgeattn_emu_watch_global.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self.emu.edgeattn_emu_launch_traffic.argtypes = [
             ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_ulonglong)]
@@ -60,6 +61,11 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
     def set_multiprocessor_count(self, count):
         """The SM count the emulated devices report (default 1)."""
         self.emu.edgeattn_emu_set_multiprocessor_count(count)
+
+    def set_planted_bug(self, bug):
+        """Switches on one bug of a planted-bug variant (tests/plugins/planted_bugs.py; 0: none). Kept across
+        reset()."""
+        self.emu.edgeattn_emu_set_planted_bug(bug)
 
     def fault(self):
         return self.emu.edgeattn_emu_fault().decode()
