@@ -127,13 +127,14 @@ class KernelsLibrary(object):
         return self._lib.edgeattn_last_error().decode()
 
     def set_kernel_path(self, path, check=True):
-        """Process-wide kernel path: "auto", "scalar" or "tensor_core" (or the edgeattn_kernel_path value)."""
+        """Process-wide kernel path: "auto", "scalar", "tensor_core" or "tensor_core_warp" (or the
+        edgeattn_kernel_path value)."""
         status = self._lib.edgeattn_set_kernel_path(KERNEL_PATHS.get(path, path))
         return self._finish("edgeattn_set_kernel_path", status, check)
 
     def kernel_path(self):
-        """The current setting as a name ("auto", "scalar", "tensor_core"), or the raw value if unknown (-1 while
-        $EDGEATTN_KERNEL_PATH holds an invalid value)."""
+        """The current setting as a name ("auto", "scalar", "tensor_core", "tensor_core_warp"), or the raw value if
+        unknown (-1 while $EDGEATTN_KERNEL_PATH holds an invalid value)."""
         value = self._lib.edgeattn_get_kernel_path()
         names = {number: name for name, number in KERNEL_PATHS.items()}
         return names.get(value, value)
