@@ -297,10 +297,10 @@ def test_kernel_path_query_without_a_gpu_is_reported_not_crashed(kernels, path):
 
 def test_kernel_path_setting_round_trips(kernels):
     try:
-        for name in ("scalar", "tensor_core", "auto"):
+        for name in ("scalar", "tensor_core", "tensor_core_warp", "auto"):
             assert kernels.set_kernel_path(name) == kernels_abi.STATUS_SUCCESS and kernels.kernel_path() == name
-        assert kernels.set_kernel_path(3, check=False) == kernels_abi.STATUS_INVALID_ARGUMENT
-        assert "kernel path 3" in kernels.last_error() and kernels.kernel_path() == "auto"
+        assert kernels.set_kernel_path(4, check=False) == kernels_abi.STATUS_INVALID_ARGUMENT
+        assert "kernel path 4" in kernels.last_error() and kernels.kernel_path() == "auto"
     finally:
         kernels.set_kernel_path("auto")
 
