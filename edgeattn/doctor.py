@@ -317,8 +317,34 @@ def _check_onnxruntime():
         return _check(False, "onnxruntime not importable ({})".format(_import_error(error)),
                       "benchmarking ONNX files (edgeattn bench MODEL.onnx), export --check and host-cpu sweeps")
     providers = list(ort.get_available_providers())
+    problem = _gpu_provider_problem(ort, providers)
+    if problem:
+        return _check(False, "onnxruntime {} lists {} but {}".format(ort.__version__, ", ".join(providers), problem),
+                      "ONNX Runtime on the GPU (bench --provider cuda|tensorrt would time the CPU)",
+                      version=str(ort.__version__), providers=providers)
     return _check(True, "onnxruntime {} (providers: {})".format(ort.__version__, ", ".join(providers)),
                   version=str(ort.__version__), providers=providers)
+
+
+def _gpu_provider_problem(ort, providers):
+    """Whether a session asked for the listed CUDA provider keeps it (ONNX Runtime drops a provider it cannot
+    initialise and runs on the CPU), tried on the tiny model ONNX Runtime ships (``onnxruntime.datasets``)."""
+    if "CUDAExecutionProvider" not in providers:
+        return None
+    from .bench.onnxruntime_backend import fallback_problem
+
+    asked = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    try:
+        from onnxruntime.datasets import get_example
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(get_example("mul_1.onnx"), options, providers=asked)
+    except Exception as error:  # onnxruntime raises its own pybind exception classes
+        return "a CUDA session fails: {}".format(_import_error(error))
+    problem = fallback_problem(asked, list(session.get_providers()))
+    return "a session asked for CUDA runs on {} only".format(", ".join(session.get_providers())) if problem \
+        else None
 
 
 def _check_tensorrt():

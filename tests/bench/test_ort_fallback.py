@@ -59,3 +59,20 @@ def test_bench_is_quiet_when_the_session_kept_the_gpu(invoke, write_model, monke
     monkeypatch.setattr("edgeattn.doctor.cuda_device", lambda: None)
     result = invoke(["bench", model, "--provider", "cuda", "--iterations", "10", "--warmup-s", "0"], expect=0)
     assert "warning" not in result.stderr
+
+
+def test_doctor_reports_a_cuda_provider_that_falls_back(monkeypatch):
+    from edgeattn import doctor
+
+    ort = _stand_in_onnxruntime(["CPUExecutionProvider"])
+    datasets = types.ModuleType("onnxruntime.datasets")
+    datasets.get_example = lambda name: "/nonexistent/" + name  # the stand-in session never opens it
+    ort.datasets = datasets
+    monkeypatch.setitem(sys.modules, "onnxruntime", ort)
+    monkeypatch.setitem(sys.modules, "onnxruntime.datasets", datasets)
+    check = doctor._check_onnxruntime()
+    assert not check["ok"] and "a session asked for CUDA runs on CPUExecutionProvider only" in check["summary"]
+    monkeypatch.setitem(sys.modules, "onnxruntime", _stand_in_onnxruntime(
+        ["CUDAExecutionProvider", "CPUExecutionProvider"]))
+    monkeypatch.setitem(sys.modules, "onnxruntime.datasets", datasets)
+    assert doctor._check_onnxruntime()["ok"]
