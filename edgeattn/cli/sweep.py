@@ -47,6 +47,9 @@ from .options import allow_engine_host_code_option, backend_option, plugin_mode_
                    "fusion of their standard-op form (off), or time both per op family and keep the faster (auto). "
                    "Default: auto where candidate engines can be timed on this machine, else on (as `edgeattn "
                    "build`).")
+@click.option("--layers", is_flag=True,
+              help="Also time every layer of each engine in a separate profiling run (`edgeattn bench --layers`); "
+                   "`edgeattn report` then shows each model's per-layer breakdown.")
 @click.option("--resume", is_flag=True, help="Continue the sweep in -o DIR (after a reboot, failure or Ctrl-C).")
 @click.option("--overwrite", is_flag=True,
               help="Replace a finished sweep in -o DIR (refused for one whose board state was never restored).")
@@ -61,7 +64,7 @@ from .options import allow_engine_host_code_option, backend_option, plugin_mode_
               help="Where --preset keeps its ONNX files (DIR/batch<N>/<model>.onnx).")
 @click.pass_context
 def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, repeats, duration_s, warmup_s, batch,
-          power_source, interval_ms, temp_limit_c, allow_reboot, allow_engine_host_code, plugin_mode, resume,
+          power_source, interval_ms, temp_limit_c, allow_reboot, allow_engine_host_code, plugin_mode, layers, resume,
           overwrite, out_dir, preset, models_dir):
     """Benchmark MODELS (ONNX files or TensorRT engines) in every power mode of the board.
 
@@ -96,7 +99,8 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
                 settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume, out_dir=out_dir,
                 duration_s=duration_s, warmup_s=warmup_s, batch=batch, power_source=power_source,
                 interval_ms=interval_ms, temp_limit_c=temp_limit_c, overwrite=overwrite,
-                allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode, echo=progress.lines)
+                allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode, layers=layers,
+                echo=progress.lines)
     except SweepInterrupted as interrupted:
         ctx.exit(interrupted.exit_code)
         return

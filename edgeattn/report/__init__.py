@@ -93,6 +93,30 @@ def build_report(out_dir, baseline=None, html=True, plots=True):
         return _write_report(out_dir, baseline, html, plots, data, rows, tables)
 
 
+def layer_sections(rows):
+    """(title, header, rows) per precision of the per-layer breakdown a ``sweep --layers`` recorded: each model and
+    mode's time share per layer group and its slowest layer (the first repeat that has one)."""
+    from ..tensorrt.layers import TIME_GROUPS
+
+    seen = {}
+    for row in rows:
+        if row.get("layers"):
+            seen.setdefault((row["precision"], row["model"], row["mode_name"]), row["layers"])
+    sections = []
+    for precision in sorted({key[0] for key in seen}, key=lambda p: (p != "fp32", p)):
+        table = []
+        for (p, model, mode), layers in seen.items():
+            if p != precision:
+                continue
+            top = (layers.get("top") or [{}])[0]
+            table.append([model, mode] + ["{:.1%}".format(layers["groups"][group]["share"]) for group in TIME_GROUPS]
+                         + ["{} ({:.3f} ms)".format(top.get("name", "-"), top.get("average_ms") or 0.0)])
+        header = ["model", "mode"] + [group.replace("_", "/") for group in TIME_GROUPS] + ["slowest layer"]
+        sections.append(("{}: per-layer time share (sweep --layers, a separate profiling run)".format(precision),
+                         header, table))
+    return sections
+
+
 def _write_report(out_dir, baseline, html, plots, data, rows, tables):
     from .plots import ERROR_BARS
 
@@ -123,6 +147,9 @@ def _write_report(out_dir, baseline, html, plots, data, rows, tables):
                     PLOT_DIR, stem, _escape(title).replace('"', "&quot;")))
             markdown += ["_Plots ({}): {}._".format(precision, ERROR_BARS), ""]
             html_parts.append("<p><em>{}</em></p>".format(_escape(ERROR_BARS)))
+    for title, header, rows_ in layer_sections(rows):
+        markdown += ["## {}".format(title), "", markdown_table(header, rows_), ""]
+        html_parts += ["<h2>{}</h2>".format(_escape(title)), html_table(header, rows_)]
     throttled = [r for r in rows if r.get("throttled")]
     if throttled:
         markdown += ["† throttling was flagged in at least one repeat (see throttle_reasons in results.csv).", ""]

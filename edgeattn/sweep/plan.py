@@ -48,6 +48,7 @@ class SweepOptions(object):
     overwrite: bool = False
     allow_engine_host_code: bool = False
     plugin_mode: Optional[str] = None
+    layers: bool = False  # also record each measurement's per-layer times (bench --layers)
 
     def record(self):
         """The options as the resume file stores them (models as absolute paths, modes and precisions parsed)."""
@@ -58,7 +59,7 @@ class SweepOptions(object):
             "repeats": int(self.repeats), "allow_reboot": bool(self.allow_reboot), "duration_s": self.duration_s,
             "warmup_s": self.warmup_s, "batch": int(self.batch), "power_source": self.power_source,
             "interval_ms": int(self.interval_ms), "temp_limit_c": float(self.temp_limit_c),
-            "plugins": self.plugin_mode,
+            "plugins": self.plugin_mode, "layers": bool(self.layers),
         }
 
 

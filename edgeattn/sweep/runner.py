@@ -235,7 +235,7 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
               settle_s=30.0, repeats=3, allow_reboot=False, resume=False, out_dir="runs/sweep", bench=None,
               engine_builder=None, duration_s=10.0, warmup_s=2.0, batch=1, power_source="auto", interval_ms=500,
               temp_limit_c=85.0, root=None, echo=None, overwrite=False, model_check=None,
-              allow_engine_host_code=False, plugin_mode=None):
+              allow_engine_host_code=False, plugin_mode=None, layers=False):
     """Run a power-mode sweep; returns a :class:`SweepOutcome`.
 
     ``models``: ONNX files or TensorRT engines. ``profile``: a profile name or "auto". ``modes``: "all" or a list
@@ -250,6 +250,7 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     ``allow_engine_host_code``: benchmark version-compatible engines, which run host code embedded in them
     (``bench --allow-engine-host-code``); never taken from a resume file. ``plugin_mode``: ``build --plugins``
     (on, off, auto; None: build's device default) for the engines the default ``engine_builder`` builds.
+    ``layers``: each measurement also records its engine's per-layer times (``bench --layers``; engines only).
 
     Every input is checked before the directory is created. The directory is then locked for the whole run
     (a second sweep into it is refused with the first one's PID), and on a Jetson so is the board.
@@ -261,7 +262,8 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
                          clocks=clocks, settle_s=settle_s, repeats=repeats, allow_reboot=allow_reboot, resume=resume,
                          out_dir=out_dir, duration_s=duration_s, warmup_s=warmup_s, batch=batch,
                          power_source=power_source, interval_ms=interval_ms, temp_limit_c=temp_limit_c,
-                         overwrite=overwrite, allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode)
+                         overwrite=overwrite, allow_engine_host_code=allow_engine_host_code, plugin_mode=plugin_mode,
+                         layers=layers)
     if model_check is None:
         model_check = default_model_check(allow_engine_host_code) if bench is None else _basic_model_check
     if resume:
@@ -593,11 +595,16 @@ def _finish(controller, store, state, telemetry, original, options, status, mess
     return SweepOutcome(status, store.out_dir, store.rows, store.skipped, report, message)
 
 
+#: slowest layers each measurement keeps with ``sweep --layers``
+LAYERS_TOP = 5
+
+
 def _measure(bench, variant, mode, repeat, options, reference_gpu, settled):
     """Run one benchmark; the row gets its power and telemetry later, in :func:`_attach_power`."""
     started = time.time()
+    extra = {"layers_top": LAYERS_TOP} if options.get("layers") else {}  # a resume file before --layers has none
     result = bench(variant["bench_path"], backend=options["backend"], batch=options["batch"],
-                   warmup_s=options["warmup_s"], duration_s=options["duration_s"], threads=mode.threads)
+                   warmup_s=options["warmup_s"], duration_s=options["duration_s"], threads=mode.threads, **extra)
     finished = time.time()
     if not isinstance(result, dict) or "throughput_items_per_s" not in result:
         raise EdgeAttnError("the benchmark returned no throughput for {}".format(variant["bench_path"]))
@@ -639,6 +646,7 @@ def _measure(bench, variant, mode, repeat, options, reference_gpu, settled):
         "started_unix": started,
         "bench_schema": result.get("schema"),
         "bench_context": result.get("context"),
+        "layers": result.get("layers"),
     }
 
 

@@ -107,3 +107,42 @@ def test_report_refuses_sweeps_without_a_shared_model(board_sweep, invoke, tmp_p
 def test_several_directories_need_an_output(invoke, tmp_path):
     line = _one_error_line(invoke(["report", str(tmp_path / "a"), str(tmp_path / "b")], expect=2))
     assert "need -o OUT" in line
+
+
+def test_sweep_layers_reach_the_report(fake_board, fast_sampling, tmp_path, invoke):
+    """`sweep --layers` asks each measurement for its per-layer times and `report` shows the breakdown; the stub
+    benchmark answers with the per-layer record of the real TREx MobileNetV2 exports (what bench --layers makes of
+    them)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    from bench_helpers import FIXTURES
+    from edgeattn.tensorrt.layers import layer_times
+    from edgeattn.trtexec.exports import parse_layer_info, parse_profile
+
+    with open(os.path.join(FIXTURES, "profile_trex_mobilenet_qat.profile.json")) as handle:
+        profile = parse_profile(handle.read())
+    with open(os.path.join(FIXTURES, "layers_trex_mobilenet_qat.graph.json")) as handle:
+        info = parse_layer_info(handle.read())
+    record = layer_times(profile["layers"], info, top=5)
+    stub = stubbench.make_bench()
+    asked = []
+
+    def bench(path, layers_top=None, **kwargs):
+        asked.append(layers_top)
+        result = stub(path, **kwargs)
+        result["layers"] = record if layers_top else None
+        return result
+
+    fake_board("orin-nano-8gb")
+    model = tmp_path / "m1.onnx"
+    model.write_bytes(b"onnx")
+    out = str(tmp_path / "out")
+    run_sweep([str(model)], backend="onnxruntime", modes="0", settle_s=0, repeats=1, duration_s=scaled(0.3),
+              interval_ms=fast_sampling, out_dir=out, bench=bench, echo=lambda line: None, layers=True)
+    assert asked == [5]
+    invoke(["report", out, "--no-plots", "--no-html"], expect=0)
+    report = open(os.path.join(out, "report.md")).read()
+    assert "fp32: per-layer time share" in report
+    line = next(l for l in report.splitlines() if l.startswith("| m1 | 15W |"))
+    assert "81.5%" in line and "17.5%" in line and record["top"][0]["name"] in line
