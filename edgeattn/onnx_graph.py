@@ -11,6 +11,7 @@ and a missing ``onnx`` is one error line naming the package (``MissingDependency
 """
 import os
 
+from . import filekind
 from .errors import EdgeAttnError, MissingDependencyError
 
 #: Domains whose ops TensorRT imports natively; anything else goes to the plugin registry.
@@ -36,10 +37,12 @@ def load_model(path, needed_for="reading ONNX models"):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise EdgeAttnError("no such file: {}".format(path))
+    filekind.require(path, ("onnx",), "an ONNX model", command=_command_of(needed_for))
     if os.path.isdir(path):
         raise EdgeAttnError("{} is a directory, not an ONNX file".format(path))
     try:
-        model = onnx.load(path, load_external_data=False)
+        # the format is fixed: onnx.load picks protobuf's JSON or text reader from a .json/.txt suffix
+        model = onnx.load(path, format="protobuf", load_external_data=False)
     except OSError as error:
         raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
     except (DecodeError, RuntimeWarning, ValueError) as error:
@@ -47,6 +50,11 @@ def load_model(path, needed_for="reading ONNX models"):
     if not _is_model(model):
         raise EdgeAttnError("{} is not a valid ONNX model (no graph in it)".format(path))
     return model
+
+
+def _command_of(needed_for):
+    """"`edgeattn inspect`" for the refusal line; None when the caller names a purpose, not a command."""
+    return needed_for if needed_for.startswith("`edgeattn ") else None
 
 
 def _first_line(error):

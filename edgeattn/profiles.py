@@ -17,6 +17,7 @@ import re
 
 import yaml
 
+from . import filekind
 from ._paths import profile_dir
 from .errors import EdgeAttnError
 
@@ -350,6 +351,7 @@ def _profile_path(name_or_path, directory=None):
 def load_profile(name_or_path, directory=None):
     """Load and validate one profile by name (``agx-orin-64gb``) or path. Raises EdgeAttnError when invalid."""
     path = _profile_path(name_or_path, directory)
+    filekind.require(path, ("profile",), "a board profile (YAML)")
     try:
         with open(path, "r", encoding="utf-8") as handle:
             data = yaml.safe_load(handle)

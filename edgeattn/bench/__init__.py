@@ -22,7 +22,7 @@ Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = ba
 """
 import os
 
-from .. import onnx_graph
+from .. import filekind, onnx_graph
 from .._io import sha256_file
 from ..console import warn
 from ..errors import EdgeAttnError
@@ -42,6 +42,7 @@ def _model_kind(path):
     """``"onnx"`` or ``"engine"``, from the content (a ModelProto parses; an engine plan does not)."""
     if not os.path.exists(path):
         raise EdgeAttnError("no such file: {}".format(path))
+    filekind.require(path, ("onnx", "engine"), "an ONNX model or a TensorRT engine")
     if os.path.isdir(path):
         raise EdgeAttnError("{} is a directory, not a model file".format(path))
     try:

@@ -9,6 +9,7 @@ Devices are found by scanning ``/sys/bus/i2c/devices/*/name`` for ``ina3221`` (b
 never hard-coded). The monitors refresh every ~430 ms, so polling is limited to >= 0.5 s.
 """
 import glob
+import math
 import os
 import threading
 import time
@@ -65,9 +66,10 @@ def _read_number(path):
     if text is None:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # "nan", "inf" or 400 digits are no reading
 
 
 def _skip_label(label):

@@ -10,6 +10,7 @@ second rail value is its running average since start and is not used (rbonghi/je
 import io
 import os
 
+from .. import filekind
 from ..errors import EdgeAttnError
 from .tegrastats import parse_line
 
@@ -129,6 +130,7 @@ def summarise_log_lines(lines):
 def summarise_log(path):
     """Summarise a tegrastats log file. Bad lines are only counted, but a file without a single tegrastats
     sample (empty, binary, another kind of file) is an EdgeAttnError, as is one that cannot be read."""
+    filekind.require(path, ("tegrastats-log",), "a tegrastats log")
     if os.path.isdir(path):
         raise EdgeAttnError("{} is a directory, not a tegrastats log".format(path))
     if not os.path.isfile(path):

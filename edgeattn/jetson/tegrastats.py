@@ -26,16 +26,22 @@ from . import find_tool
 #: configures 512-sample averages at boot); sampling faster only repeats values.
 MIN_INTERVAL_MS = 500
 
-_DATE_RE = re.compile(r"^\d{1,2}-\d{1,2}-\d{4}$")
-_TIME_RE = re.compile(r"^\d{1,2}:\d{2}:\d{2}$")
+# Numbers are ASCII digits of bounded length: a 400-digit rail would be an infinite float, a 5000-digit load an
+# int() that Python 3.11 refuses; such a token is counted as unknown instead.
+_INT = r"\d{1,12}"
+_FLOAT = r"\d{1,12}(?:\.\d{1,12})?"
+_DATE_RE = re.compile(r"^\d{1,2}-\d{1,2}-\d{4}$", re.ASCII)
+_TIME_RE = re.compile(r"^\d{1,2}:\d{2}:\d{2}$", re.ASCII)
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_TEMP_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C(?:/(-?\d+(?:\.\d+)?)C)?$")
-_NUM = r"(\d+(?:\.\d+)?)(mW|W)?"
-_RAIL_RE = re.compile(r"^" + _NUM + r"/" + _NUM + r"((?:/\d+(?:\.\d+)?(?:mW|W)?)*)$")
-_EXTRA_RE = re.compile(r"/" + _NUM)
-_ENGINE_RE = re.compile(r"^(?:(\d+)%)?(?:@(\d+|\[\d+(?:,\d+)*\]))?$")
-_MEM_RE = re.compile(r"^(\d+)/(\d+)([kMG])B")
-_CPU_CORE_RE = re.compile(r"^(\d+)%(?:@(\d+))?$")
+_TEMP_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)@(-?" + _FLOAT + r")C(?:/(-?" + _FLOAT + r")C)?$", re.ASCII)
+_NUM = r"(" + _FLOAT + r")(mW|W)?"
+_RAIL_RE = re.compile(r"^" + _NUM + r"/" + _NUM + r"((?:/" + _FLOAT + r"(?:mW|W)?)*)$", re.ASCII)
+_EXTRA_RE = re.compile(r"/" + _NUM, re.ASCII)
+_ENGINE_RE = re.compile(r"^(?:(" + _INT + r")%)?(?:@(" + _INT + r"|\[" + _INT + r"(?:," + _INT + r")*\]))?$",
+                        re.ASCII)
+_BARE_INT_RE = re.compile(r"^" + _INT + r"$", re.ASCII)
+_MEM_RE = re.compile(r"^(" + _INT + r")/(" + _INT + r")([kMG])B", re.ASCII)
+_CPU_CORE_RE = re.compile(r"^(" + _INT + r")%(?:@(" + _INT + r"))?$", re.ASCII)
 
 #: Sensors that are not temperatures of the chip: tegrastats prints PMIC@100C as a constant (every capture).
 NON_CHIP_SENSORS = ("pmic",)
@@ -162,7 +168,7 @@ def _engine_value(token):
     """``X%``, ``X%@F``, ``X%@[F,F]``, ``@F``, ``@[F]`` or a bare number -> dict; None when not an engine value."""
     if token == "off":
         return {"util_pct": None, "freq_mhz": None, "freqs_mhz": None, "off": True}
-    if token.isdigit():
+    if _BARE_INT_RE.match(token):
         return {"util_pct": None, "freq_mhz": int(token), "freqs_mhz": None, "off": False}
     match = _ENGINE_RE.match(token)
     if not match or (match.group(1) is None and match.group(2) is None):

@@ -38,6 +38,7 @@ import struct
 import warnings
 import zipfile
 
+from .. import filekind
 from .._io import atomic_path
 from .._version import __version__
 from ..errors import EdgeAttnError, MissingDependencyError
@@ -105,6 +106,7 @@ def load_checkpoint(path, trust_pickle=False, map_location="cpu", arch=None, key
         raise EdgeAttnError("checkpoint path is a directory, not a file: {}".format(path))
     if os.path.getsize(path) == 0:
         raise EdgeAttnError("checkpoint {} is empty (0 bytes): truncated or not written".format(path))
+    filekind.require(path, ("zip", "safetensors", "pickle"), "a PyTorch checkpoint")
 
     if _is_safetensors(path):
         tensors, metadata = _read_safetensors(path)

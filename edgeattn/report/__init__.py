@@ -12,6 +12,7 @@ import json
 import os
 import time
 
+from .. import filekind
 from .._io import all_or_nothing, atomic_write
 from .._version import __version__
 from ..errors import EdgeAttnError
@@ -177,6 +178,8 @@ def _write_report(out_dir, baseline, html, plots, data, rows, tables):
 
 def load_ops_record(path):
     """An ops benchmark record (``edgeattn ops-bench --json`` or benchmarks/ops_cpu.py); one-line errors."""
+    filekind.require(path, ("edgeattn-json", "json"), "a sweep directory or an operator benchmark's JSON",
+                     command="`edgeattn report`")
     try:
         with open(path) as handle:
             record = json.load(handle)

@@ -10,6 +10,7 @@ import io
 import json
 import os
 
+from .. import filekind
 from .._io import atomic_write
 from ..errors import EdgeAttnError
 
@@ -39,15 +40,20 @@ def row_key(row):
     return (row["model_key"], int(row["mode_id"]), row["precision_requested"], int(row["repeat"]))
 
 
+def _object(value):
+    """``value`` when it is a JSON object, else an empty one: the CSV columns of a damaged part stay empty."""
+    return value if isinstance(value, dict) else {}
+
+
 def flatten_row(row, context):
     """One results.csv record (a dict keyed by column) for a full JSON row."""
-    latency = row.get("latency_ms") or {}
-    gpu_compute = row.get("gpu_compute_ms") or {}
-    power = row.get("power") or {}
-    telemetry = row.get("telemetry") or {}
-    window = row.get("window") or {}
-    settle = row.get("settle") or {}
-    board = context.get("board") or {}
+    latency = _object(row.get("latency_ms"))
+    gpu_compute = _object(row.get("gpu_compute_ms"))
+    power = _object(row.get("power"))
+    telemetry = _object(row.get("telemetry"))
+    window = _object(row.get("window"))
+    settle = _object(row.get("settle"))
+    board = _object(context.get("board"))
     flat = {
         "model": row.get("model"), "precision": row.get("precision"), "mode_id": row.get("mode_id"),
         "mode_name": row.get("mode_name"), "mode_budget_w": row.get("mode_budget_w"), "threads": row.get("threads"),
@@ -64,7 +70,9 @@ def flatten_row(row, context):
         "gpu_freq_min_mhz": telemetry.get("gpu_freq_min_mhz"), "gpu_freq_max_mhz": telemetry.get("gpu_freq_max_mhz"),
         "gpu_temp_max_c": telemetry.get("gpu_temp_max_c"), "temp_max_c": telemetry.get("temp_max_c"),
         "temp_max_sensor": telemetry.get("temp_max_sensor"),
-        "throttled": row.get("throttled"), "throttle_reasons": "; ".join(row.get("throttle_reasons") or []),
+        "throttled": row.get("throttled"), "throttle_reasons": "; ".join(
+            str(reason) for reason in (row.get("throttle_reasons") if isinstance(row.get("throttle_reasons"), list)
+                                       else [])),
         "settled": settle.get("settled"), "settle_waited_s": settle.get("waited_s"),
         "window_start_unix": window.get("start_unix"), "window_end_unix": window.get("end_unix"),
         "started_unix": row.get("started_unix"),
@@ -75,7 +83,7 @@ def flatten_row(row, context):
     }
     for key in LATENCY_KEYS:
         flat["latency_{}_ms".format(key) if key != "cov" else "latency_cov"] = latency.get(key)
-    for rail, value in (power.get("rails_w") or {}).items():
+    for rail, value in _object(power.get("rails_w")).items():
         flat["power_{}_w".format(rail)] = value
     return flat
 
@@ -261,6 +269,8 @@ def load_results(out_dir):
     """Read ``out_dir/results.json``; EdgeAttnError when missing, not a sweep result, or holding a malformed row
     (the message names the row)."""
     path = out_dir if out_dir.endswith(".json") else os.path.join(out_dir, RESULTS_JSON)
+    if not os.path.isdir(out_dir):
+        filekind.require(out_dir, ("sweep-results",), "a sweep directory or its results.json")
     if not os.path.isfile(path):
         if os.path.lexists(out_dir) and not os.path.isdir(out_dir) and not out_dir.endswith(".json"):
             raise EdgeAttnError("{} is not a sweep directory".format(out_dir))

@@ -64,6 +64,9 @@ def read_manifest(engine_path):
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
         raise EdgeAttnError("{} is not an edgeattn engine manifest (expected schema {})".format(
             path, MANIFEST_SCHEMA))
+    problem = manifest_problem(manifest)
+    if problem:
+        raise EdgeAttnError("engine manifest {} is malformed: {}".format(path, problem))
     return manifest
 
 
@@ -109,6 +112,64 @@ def check_engine(engine_path, manifest, data=None, allow_engine_host_code=False,
         raise EdgeAttnError(problem)
     if embeds_host_code(manifest) and not allow_engine_host_code:
         raise EdgeAttnError(host_code_refusal(engine_path))
+
+
+def _optional(kind):
+    return lambda value: value is None or isinstance(value, kind)
+
+
+def _dims(value):
+    return isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
+
+
+def _profile_problem(profile):
+    if not isinstance(profile, dict) or not isinstance(profile.get("inputs"), dict):
+        return "a profile must be an object with an 'inputs' object"
+    for name, entry in profile["inputs"].items():
+        if not isinstance(entry, dict) or not all(_dims(entry.get(key)) for key in ("min", "opt", "max")):
+            return "profile input {!r} needs 'min', 'opt' and 'max' lists of dimensions".format(name)
+        if not len(entry["min"]) == len(entry["opt"]) == len(entry["max"]):
+            return "profile input {!r} has 'min', 'opt' and 'max' of different ranks".format(name)
+    return None
+
+
+#: what the readers of a manifest (bench, sweep --resume, compare, this module) rely on: field -> (check, what)
+_FIELDS = (
+    ("engine", _optional(dict), "an object"),
+    ("source_onnx", _optional(dict), "an object or null"),
+    ("tensorrt", _optional(dict), "an object or null"),
+    ("device", _optional(dict), "an object or null"),
+    ("plugins", _optional(dict), "an object or null"),
+    ("precision", _optional(dict), "an object or null"),
+    ("custom_ops", lambda v: v is None or (isinstance(v, list) and all(isinstance(op, dict) for op in v)),
+     "a list of objects"),
+    ("profiles", _optional(list), "a list"),
+    ("rebuild_command", _optional(str), "a string or null"),
+)
+_TEXT_FIELDS = (("engine", "sha256"), ("source_onnx", "sha256"), ("tensorrt", "version"), ("device", "name"))
+
+
+def manifest_problem(manifest):
+    """Why a manifest cannot be used (None when it can): the first field of the wrong type. A manifest travels with
+    its engine and may be damaged or edited; every field a reader relies on is checked here, once."""
+    for field, check, what in _FIELDS:
+        if not check(manifest.get(field)):
+            return "{!r} must be {}, got {!r}".format(field, what, manifest.get(field))
+    for parent, field in _TEXT_FIELDS:
+        value = (manifest.get(parent) or {}).get(field)
+        if value is not None and not isinstance(value, str):
+            return "'{}.{}' must be a string, got {!r}".format(parent, field, value)
+    capability = (manifest.get("device") or {}).get("compute_capability")
+    if capability is not None and (isinstance(capability, bool) or not isinstance(capability, (str, int, float))):
+        return "'device.compute_capability' must be a string, got {!r}".format(capability)
+    compatible = (manifest.get("tensorrt") or {}).get("version_compatible")
+    if compatible is not None and not isinstance(compatible, bool):
+        return "'tensorrt.version_compatible' must be true or false, got {!r}".format(compatible)
+    for index, profile in enumerate(manifest.get("profiles") or [], 1):
+        problem = _profile_problem(profile)
+        if problem:
+            return "profile {}: {}".format(index, problem)
+    return None
 
 
 def _sm(capability):

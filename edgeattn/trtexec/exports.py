@@ -74,11 +74,27 @@ def parse_times(text):
     """Records of an ``--exportTimes`` file (list of dicts with :data:`TIME_KEYS`, plus ``endToEndMs`` on 8.x).
 
     Raises :class:`EdgeAttnError` if no record has the timing keys."""
-    records = [r for r in _load_records(text, "--exportTimes") if isinstance(r, dict)]
-    records = [r for r in records if all(isinstance(r.get(k), (int, float)) for k in ("computeMs", "latencyMs"))]
+    records = [r for r in _load_records(text, "--exportTimes") if _is_time_record(r)]
     if not records:
         raise EdgeAttnError("trtexec --exportTimes export has no timing records")
     return records
+
+
+#: no timing of a run is anywhere near 10^12 ms (31 years); a larger value is damage, and sums of such values
+#: would overflow to infinity
+_MAX_MS = 1e12
+
+
+def _finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and abs(value) < _MAX_MS
+
+
+def _is_time_record(record):
+    """A record of timings: ``computeMs`` and ``latencyMs`` present, and every timing key it has a finite number
+    below 10^12 ms (a damaged record is dropped like a line cut by a killed run)."""
+    return isinstance(record, dict) and "computeMs" in record and "latencyMs" in record and all(
+        _finite(record[key]) for key in TIME_KEYS + ("endToEndMs",) if key in record)
 
 
 def times_include_warmup(version):

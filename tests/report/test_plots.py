@@ -229,7 +229,8 @@ def test_ops_report_from_the_cli(tmp_path, invoke):
 
 
 @pytest.mark.parametrize("content, args, expected", [
-    ('{"schema": "edgeattn.sweep/1"}', [], "not an ops benchmark record"),
+    ('{"schema": "edgeattn.sweep/1"}', [], "is a sweep's results.json (schema edgeattn.sweep/1); give its directory"),
+    ('{"schema": "edgeattn.bench/1"}', [], "not an ops benchmark record"),
     ("{not json", [], "is not JSON"),
     ("{}", ["--baseline", "x"], "--baseline applies to sweep directories"),
 ])

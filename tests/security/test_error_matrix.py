@@ -261,3 +261,73 @@ def test_unwritable_destination_is_one_line_and_leaves_nothing(invoke, tmp_path,
     assert [p for p in target.listing() if p != ".filler"] == before
     for path in not_left:
         assert not os.path.exists(str(path))
+
+
+# -- a file of another kind edgeattn knows: recognised before any parser reads it -----------------------------------
+#: what each kind of file given is called in the refusal (independent wording, not the product's table)
+GIVEN_WORDS = {"onnx": "an ONNX model", "results": "a sweep's results.json", "sweep-dir": "a sweep directory",
+               "state": "a sweep's resume file", "manifest": "an engine manifest", "profile": "board profile",
+               "log": "a tegrastats log", "trtexec-log": "a trtexec console log"}
+#: command -> (the kinds it takes, the words saying what it expected)
+EXPECTED_WORDS = {"inspect": (("onnx",), "an ONNX model"), "build": (("onnx",), "an ONNX model"),
+                  "bench": (("onnx",), "an ONNX model or a TensorRT engine"),
+                  "power": (("log",), "a tegrastats log"), "profiles": (("profile",), "a board profile"),
+                  "report": (("sweep-dir",), "a sweep directory")}
+
+
+@pytest.fixture(scope="module")
+def other_kinds(good, tmp_path_factory):
+    from edgeattn.sweep.state import save_state
+
+    base = tmp_path_factory.mktemp("kinds")
+    files = {"onnx": good["onnx"], "results": good["results"], "sweep-dir": os.path.dirname(good["results"]),
+             "profile": good["profile"], "log": good["log"]}
+    save_state(str(base), {"options": {"models": []}, "plan": [1], "status": "running"})
+    files["state"] = str(base / "sweep-state.json")
+    files["manifest"] = str(base / "model.engine.json")
+    with open(files["manifest"], "w") as handle:
+        json.dump({"schema": "edgeattn.engine/1", "engine": {"file": "model.engine"}, "tensorrt": {"version": "10.3.0"}},
+                  handle)
+    files["trtexec-log"] = str(base / "trtexec.txt")
+    shutil.copy(os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "trtexec",
+                             "log_8.2.1_nano_build.txt"), files["trtexec-log"])
+    return files
+
+
+def _kind_argv(command, path, good, out):
+    return {"inspect": ["inspect", path],
+            "build": ["build", path, "--backend", "trtexec", "--trtexec", good["trtexec"], "-o", str(out / "x.engine")],
+            "bench": ["bench", path, "--iterations", "2", "--warmup-s", "0", "--json", str(out / "b.json")],
+            "power": ["power", path], "profiles": ["profiles", path], "report": ["report", path]}[command]
+
+
+@pytest.mark.parametrize("given", sorted(GIVEN_WORDS))
+@pytest.mark.parametrize("command", sorted(EXPECTED_WORDS))
+def test_a_file_of_another_kind_is_named_with_what_was_expected(invoke, tmp_path, good, other_kinds, command, given,
+                                                                monkeypatch):
+    accepted, expected = EXPECTED_WORDS[command]
+    if given in accepted:
+        pytest.skip("{} takes {}".format(command, given))
+    monkeypatch.chdir(str(tmp_path))
+    path = other_kinds[given]
+    before = sorted(os.listdir(os.path.dirname(path)))
+    result = invoke(_kind_argv(command, path, good, tmp_path / "out"))
+    line = one_error_line(result)
+    assert path in line and GIVEN_WORDS[given] in line, line
+    assert expected in line, line
+    assert not os.path.exists(str(tmp_path / "out"))
+    assert sorted(os.listdir(os.path.dirname(path))) == before
+
+
+def test_inspect_given_a_sweeps_results_json_says_so(invoke, good):
+    """The known case: protobuf's JSON reader used to take results.json (by its suffix) and die in a traceback."""
+    line = one_error_line(invoke(["inspect", good["results"]]))
+    assert line == ("edgeattn: error: `edgeattn inspect` expects an ONNX model: {} is a sweep's results.json (schema "
+                    "edgeattn.sweep/1); give its directory to `edgeattn report`".format(good["results"]))
+
+
+def test_an_onnx_model_named_json_or_txt_is_still_read_as_protobuf(invoke, good, tmp_path):
+    for suffix in (".json", ".txt"):
+        renamed = tmp_path / ("model" + suffix)
+        shutil.copy(good["onnx"], str(renamed))
+        assert json.loads(invoke(["inspect", str(renamed), "--json"], expect=0).stdout)["node_count"] >= 1
