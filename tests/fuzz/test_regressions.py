@@ -1,0 +1,121 @@
+"""The failures fuzzing found, each kept as the smallest input that showed it (benchmarks/fuzz.py, tests/fuzz)."""
+import json
+import math
+
+import pytest
+
+from edgeattn.errors import EdgeAttnError
+
+
+# -- tegrastats: numbers of any length -----------------------------------------------------------------------------
+@pytest.mark.parametrize("line", [
+    "CPU [" + "9" * 5000 + "%@1420]",        # Python 3.11 refuses int() of more than 4300 digits (ValueError)
+    "GR3D_FREQ " + "9" * 5000 + "%",
+    "APE " + "9" * 5000,
+])
+def test_tegrastats_refuses_no_line_for_a_huge_integer(line):
+    from edgeattn.jetson import tegrastats
+
+    assert tegrastats.parse_line(line) is None  # the token is unknown, the line holds nothing else
+
+
+@pytest.mark.parametrize("line", ["VDD_IN " + "9" * 400 + "mW/1mW", "RAM " + "9" * 400 + "/1MB", "tj@" + "9" * 400 + "C"])
+def test_tegrastats_yields_no_infinite_value(line):
+    from edgeattn.jetson import tegrastats
+
+    assert tegrastats.parse_line(line) is None  # was: an infinite rail, RAM size or temperature
+
+
+def test_tegrastats_reads_only_ascii_digits():
+    from edgeattn.jetson import tegrastats
+
+    sample = tegrastats.parse_line("RAM 1/2MB GR3D_FREQ \u0661\u0662% VDD_IN 1000mW/1000mW")
+    assert sample.engines == {} and sample.rails["VDD_IN"]["cur_mw"] == 1000.0  # Arabic-Indic digits are no load
+
+
+# -- INA3221 sysfs: a value that is no reading ---------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "9" * 400])
+def test_ina3221_non_finite_value_is_no_reading(tmp_path, value):
+    from edgeattn.jetson.ina3221 import Rail
+
+    voltage, current = tmp_path / "in1_input", tmp_path / "curr1_input"
+    voltage.write_text(value + "\n")
+    current.write_text("100\n")
+    assert Rail("VDD_IN", "hwmon", "1-0040", 1, voltage_path=str(voltage), current_path=str(current)).read_mw() is None
+    voltage.write_text("5000\n")
+    assert Rail("VDD_IN", "hwmon", "1-0040", 1, voltage_path=str(voltage), current_path=str(current)).read_mw() == 500.0
+
+
+# -- trtexec --exportTimes: a damaged record ------------------------------------------------------------------------
+_RECORD = {"startEnqMs": 0.16, "endEnqMs": 0.46, "startH2dMs": 0.15, "endH2dMs": 0.17, "startComputeMs": 0.17,
+           "endComputeMs": 2.18, "startD2hMs": 2.18, "endD2hMs": 2.19, "h2dMs": 0.02, "computeMs": 2.01,
+           "d2hMs": 0.01, "latencyMs": 2.04}
+
+
+@pytest.mark.parametrize("key, value", [("startH2dMs", {}), ("startH2dMs", [[], []]), ("startComputeMs", []),
+                                        ("endEnqMs", "x"), ("endD2hMs", 1e308), ("latencyMs", True)])
+def test_export_times_drops_a_damaged_record(key, value):
+    from edgeattn.trtexec import exports
+    from edgeattn.trtexec.version import TrtVersion
+
+    damaged = dict(_RECORD, **{key: value})
+    records = exports.parse_times(json.dumps([damaged, _RECORD, _RECORD]))
+    assert records == [_RECORD, _RECORD]
+    samples = exports.trace_samples(exports.timed_iterations(records, TrtVersion("8.2.1"), 0.0))
+    assert samples["latency_ms"] == [2.04, 2.04] and math.isfinite(samples["span_ms"])
+    with pytest.raises(EdgeAttnError, match="no timing records"):
+        exports.parse_times(json.dumps([damaged]))
+
+
+# -- engine manifests: a field of the wrong type --------------------------------------------------------------------
+def _manifest(tmp_path, **fields):
+    data = {"schema": "edgeattn.engine/1", "engine": {"file": "m.engine", "sha256": "0" * 64},
+            "tensorrt": {"version": "10.3.0", "version_compatible": False}, "device": None,
+            "profiles": [{"inputs": {"x": {"min": [1, 8], "opt": [1, 8], "max": [4, 8]}}}]}
+    data.update(fields)
+    (tmp_path / "m.engine.json").write_text(json.dumps(data))
+    return str(tmp_path / "m.engine")
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"tensorrt": ["10.3.0"]}, "'tensorrt' must be an object or null"),         # was AttributeError
+    ({"profiles": [True]}, "profile 1: a profile must be an object"),          # was TypeError
+    ({"profiles": [{"inputs": {"x": {"min": [1], "max": [4]}}}]}, "needs 'min', 'opt' and 'max'"),  # was KeyError
+    ({"profiles": [{"inputs": {"x": {"min": [{}], "opt": [1], "max": [4]}}}]}, "lists of dimensions"),
+    ({"profiles": [{"inputs": {"x": {"min": [], "opt": [1], "max": [4]}}}]}, "different ranks"),  # was IndexError
+    ({"device": {"compute_capability": [8, 7]}}, "'device.compute_capability' must be a string"),
+    ({"tensorrt": {"version": 10}}, "'tensorrt.version' must be a string"),
+    ({"engine": {"sha256": 7}}, "'engine.sha256' must be a string"),
+])
+def test_malformed_manifest_is_one_line_naming_the_field(tmp_path, fields, named):
+    from edgeattn.engine import manifest
+
+    engine = _manifest(tmp_path, **fields)
+    with pytest.raises(EdgeAttnError) as caught:
+        manifest.read_manifest(engine)
+    assert named in str(caught.value) and "m.engine.json" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_valid_manifest_still_reads_and_checks_batches(tmp_path):
+    from edgeattn.engine import manifest
+
+    data = manifest.read_manifest(_manifest(tmp_path))
+    assert manifest.check_batch(data, 2) == [("x", [2, 8])]
+    assert manifest.compatibility_problem(data, "10.3.0") is None
+
+
+# -- sweep results: parts report relies on, of the wrong type -------------------------------------------------------
+@pytest.mark.parametrize("row_fields, context", [
+    ({"throttle_reasons": [["nested"]]}, {}),      # was TypeError in "; ".join
+    ({"telemetry": [], "window": "x", "settle": 3}, {}),
+    ({}, {"board": ["AGX Orin"]}),                  # was AttributeError on the context's board
+    ({"power": {"total_w": 1.0, "samples": 2, "rails_w": None}}, {}),
+])
+def test_results_csv_flattens_damaged_parts_to_empty_columns(row_fields, context):
+    from edgeattn.sweep.results import flatten_row
+
+    row = dict({"model": "m", "mode_id": 0, "precision": "fp32", "repeat": 1, "throughput_items_per_s": 1.0},
+               **row_fields)
+    flat = flatten_row(row, context)
+    assert flat["model"] == "m" and flat["board_model"] is None
+    assert flat["throttle_reasons"] in ("", "['nested']")
