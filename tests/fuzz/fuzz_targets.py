@@ -446,7 +446,7 @@ def _trtexec_version(value):
 
 
 def _manifest(path):
-    from edgeattn.engine import manifest as manifest_module
+    from edgeattn.tensorrt import manifest as manifest_module
 
     engine = path[:-len(".json")]
     manifest = manifest_module.read_manifest(engine)
@@ -497,7 +497,7 @@ def _ina3221(tree):
 
 
 def _checkpoint_header(path):
-    from edgeattn import checkpoint
+    from edgeattn.models import checkpoint
 
     kind = checkpoint._sniff(path)
     names = checkpoint._pickled_globals(path, kind)
@@ -505,7 +505,7 @@ def _checkpoint_header(path):
 
 
 def _checkpoint_load(path):
-    from edgeattn import checkpoint
+    from edgeattn.models import checkpoint
 
     checkpoint.load_checkpoint(path)
     return None
@@ -607,7 +607,7 @@ def targets(corpus):
         Target("profiles.yaml", _file_strategy(corpus, "profile", st.one_of(profile_yaml, profile_text)), _profile,
                prepare=_write("board.yaml")),
         Target("checkpoint.header", _file_strategy(corpus, "checkpoint"), _checkpoint_header,
-               prepare=_write("model.pt")),
+               prepare=_write("model.pt"), needs="torch"),  # edgeattn.models imports torch
         Target("checkpoint.load", _file_strategy(corpus, "checkpoint"), _checkpoint_load,
                prepare=_write("model.pt"), needs="torch"),
         Target("onnx.inspect", _file_strategy(corpus, "onnx"), _onnx, prepare=_write("model.onnx"), needs="onnx"),

@@ -74,7 +74,7 @@ def test_records_edgeattn_writes(tmp_path):
 
 
 def test_schema_ids_of_the_code_are_all_known():
-    from edgeattn.engine.manifest import MANIFEST_SCHEMA
+    from edgeattn.tensorrt.manifest import MANIFEST_SCHEMA
     from edgeattn.profiles import PROFILE_SCHEMA_ID
     from edgeattn.sweep.results import RESULTS_SCHEMA
     from edgeattn.sweep.state import STATE_SCHEMA

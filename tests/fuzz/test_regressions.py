@@ -88,7 +88,7 @@ def _manifest(tmp_path, **fields):
     ({"engine": {"sha256": 7}}, "'engine.sha256' must be a string"),
 ])
 def test_malformed_manifest_is_one_line_naming_the_field(tmp_path, fields, named):
-    from edgeattn.engine import manifest
+    from edgeattn.tensorrt import manifest
 
     engine = _manifest(tmp_path, **fields)
     with pytest.raises(EdgeAttnError) as caught:
@@ -97,7 +97,7 @@ def test_malformed_manifest_is_one_line_naming_the_field(tmp_path, fields, named
 
 
 def test_a_valid_manifest_still_reads_and_checks_batches(tmp_path):
-    from edgeattn.engine import manifest
+    from edgeattn.tensorrt import manifest
 
     data = manifest.read_manifest(_manifest(tmp_path))
     assert manifest.check_batch(data, 2) == [("x", [2, 8])]

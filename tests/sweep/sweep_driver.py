@@ -3,7 +3,14 @@ signal tests (SIGINT/SIGTERM must reach a real process). Usage: python sweep_dri
 
 STUB_BENCH_HOLD_FILE holds every timed phase of the stub benchmark until that file exists (see stubbench).
 SWEEP_DRIVER_MIN_INTERVAL_MS lowers the sampling minimum in this process, as the fast_sampling fixture does in the
-test process (tests/sweep_timing.py), so that `--interval-ms` below 500 passes."""
+test process (tests/sweep_timing.py), so that `--interval-ms` below 500 passes.
+
+For the fault-injection runs (benchmarks/sweep_faults.py): SWEEP_DRIVER_BENCH=real keeps edgeattn's own benchmark
+(engines run by the fake trtexec: a real benchmark subprocess); SWEEP_DRIVER_TIMEOUT_CAP_S caps the timeout of every
+command edgeattn runs (trtexec, nvpmodel, jetson_clocks, sudo), so that a hung fake is killed in seconds rather than
+after the product's minutes; SWEEP_DRIVER_IO_FAULT=FILE:N:ERRNO makes the Nth atomic write of FILE (results.json,
+sweep-state.json) fail with that errno (ENOSPC, EIO) while its data is being written, once."""
+import errno
 import os
 import sys
 
@@ -12,12 +19,59 @@ import stubbench  # noqa: E402
 from edgeattn.jetson import ina3221, tegrastats  # noqa: E402
 from edgeattn.sweep import runner  # noqa: E402
 
-fail_at = os.environ.get("STUB_BENCH_FAIL_AT")
-hold_file = os.environ.get("STUB_BENCH_HOLD_FILE")
-runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None, hold_file=hold_file)
-runner.default_engine_builder = lambda plugin_mode=None: stubbench.fake_engine_builder
-# the stub models are placeholders, not ONNX: only a readability check
-runner.default_model_check = lambda *a, **k: runner._basic_model_check
+if os.environ.get("SWEEP_DRIVER_BENCH") != "real":
+    fail_at = os.environ.get("STUB_BENCH_FAIL_AT")
+    hold_file = os.environ.get("STUB_BENCH_HOLD_FILE")
+    runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None,
+                                                        hold_file=hold_file)
+    runner.default_engine_builder = lambda plugin_mode=None: stubbench.fake_engine_builder
+    # the stub models are placeholders, not ONNX: only a readability check
+    runner.default_model_check = lambda *a, **k: runner._basic_model_check
+
+timeout_cap = os.environ.get("SWEEP_DRIVER_TIMEOUT_CAP_S")
+if timeout_cap:
+    import subprocess
+
+    from edgeattn import _subprocess
+
+    class _CappedSubprocess(object):
+        def __getattr__(self, name):
+            return getattr(subprocess, name)
+
+        @staticmethod
+        def run(*args, **kwargs):
+            if kwargs.get("timeout") is not None:
+                kwargs["timeout"] = min(kwargs["timeout"], float(timeout_cap))
+            return subprocess.run(*args, **kwargs)
+
+    _subprocess.subprocess = _CappedSubprocess()
+
+io_fault = os.environ.get("SWEEP_DRIVER_IO_FAULT")
+if io_fault:
+    import contextlib
+
+    from edgeattn import _io
+    from edgeattn.sweep import results
+
+    fault_file, fault_call, fault_errno = io_fault.split(":")
+    real_atomic_write = _io.atomic_write
+    writes = []
+
+    @contextlib.contextmanager
+    def faulty_atomic_write(path, mode="wb"):
+        with real_atomic_write(path, mode) as handle:
+            if os.path.basename(os.fspath(path)) == fault_file:
+                writes.append(path)
+                if len(writes) == int(fault_call):
+                    handle.write("{" if "b" not in mode else b"{")  # part of the data is out when the disk fails
+                    with open(os.path.join(os.environ["FAKE_JETSON_STATE"], "fault-count-io"), "a") as marker:
+                        marker.write("x")  # tells the fault script the fault happened (not the sweep's output)
+                    code = getattr(errno, fault_errno)
+                    raise OSError(code, os.strerror(code))
+            yield handle
+
+    _io.atomic_write = faulty_atomic_write
+    results.atomic_write = faulty_atomic_write
 
 min_interval_ms = os.environ.get("SWEEP_DRIVER_MIN_INTERVAL_MS")
 if min_interval_ms:

@@ -8,6 +8,11 @@ Environment:
   (github.com/OE4T/meta-tegra/pull/1268)
   FAKE_NVPMODEL_NO_SELF_REBOOT  "1": a YES to the reboot prompt does not reboot; the `reboot` fake applies the mode
   FAKE_SUDO_DENY     "1": sudo -n fails as without cached credentials
+  FAKE_FAULT         "TOOL:KIND:N", one injected fault (benchmarks/sweep_faults.py): the Nth call of TOOL (nvpmodel,
+                     jetson_clocks, trtexec; counted in the state directory) fails ("fail": an error and exit 1),
+                     hangs ("hang"), crashes ("crash": SIGSEGV) or prints garbage ("garbage"); for tegrastats N counts
+                     the lines of its first run, after which it exits ("exit") or stops printing ("stall"). Every
+                     other call behaves as without it.
 
 Behaviour follows the real tools as published captures and rbonghi/jetson_stats' emulators (tests/nvpmodel,
 tests/jetson_clocks, tests/tegrastats) show them; output lines that exist verbatim in the captures are replayed from
@@ -154,3 +159,53 @@ def tegrastats_line(spec, mode_id, root):
     if re.match(r"^\d{2}-\d{2}-\d{4} \d{2}:\d{2}:\d{2} ", line):
         line = time.strftime("%m-%d-%Y %H:%M:%S") + line[19:]
     return line
+
+
+def _count_call(tool):
+    """This call's number among the calls of ``tool`` (1-based), counted in the state directory under a lock."""
+    import fcntl
+
+    path = os.path.join(state_dir(), "fault-count-{}".format(tool))
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        count = len(handle.read()) + 1
+        handle.write("x")
+    return count
+
+
+def injected_fault(tool):
+    """``(kind, n)`` of FAKE_FAULT when it is about ``tool``, else None."""
+    spec = os.environ.get("FAKE_FAULT") or ""
+    parts = spec.split(":")
+    if len(parts) != 3 or parts[0] != tool:
+        return None
+    return parts[1], int(parts[2])
+
+
+def fault_now(tool):
+    """The fault kind this call of ``tool`` must show (FAKE_FAULT names this call), or None. Counts the call."""
+    fault = injected_fault(tool)
+    if fault is None:
+        return None
+    return fault[0] if _count_call(tool) == fault[1] else None
+
+
+def act_out(tool, kind):
+    """Behave as ``kind`` says: an error, a hang (until killed), a crash or garbage on stdout."""
+    import signal
+
+    if kind == "hang":
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
+    if kind == "crash":
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "garbage":
+        sys.stdout.write("\x1b[2J\ufffd\ufffd @@@ {} output that is no output at all \x00\x7f\n".format(tool))
+        sys.stdout.write("".join(chr(33 + (i * 37) % 90) for i in range(400)) + "\n")
+        sys.stdout.flush()
+        return 0
+    sys.stdout.write("{}: injected failure (FAKE_FAULT)\n".format(tool))
+    return 1

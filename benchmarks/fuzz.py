@@ -1,0 +1,161 @@
+"""Property-based fuzzing of every parser and loader, at length: issue 37's "10^4 examples each".
+
+The targets, their inputs (mutations of real captures and of files the fake tools and edgeattn write) and the
+properties are those of the CI sample (tests/fuzz/fuzz_targets.py): the call returns or raises EdgeAttnError with a
+one-line message, a returned record is strict JSON, nothing outside the input is read and nothing is written. Here
+each target runs ``--examples`` random examples (hypothesis, seeded); a failing example does not stop the run: it is
+counted, and the smallest failing inputs of each distinct failure (exception type and where it was raised) are kept.
+Per-example time is recorded too: the slowest example, and how many took over ``--slow-s`` (a parser that can hang
+shows up there).
+
+    python benchmarks/fuzz.py --examples 10000 --json benchmarks/results/fuzz.json
+    python benchmarks/fuzz.py --examples 200 --targets tegrastats.line,engine.manifest --json runs/fuzz.json
+
+Runs in an empty temporary working directory (a parser that wrote a relative file would leave it there: that is
+checked at the end). The JSON is rewritten after every target, so a long run shows its progress.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+sys.path.insert(0, os.path.join(REPO, "tests", "fuzz"))
+
+#: failing inputs kept per distinct failure, smallest first
+KEEP_SMALLEST = 3
+SCHEMA = "edgeattn.fuzz-benchmark/1"
+
+
+def _where(error):
+    frames = traceback.extract_tb(error.__traceback__)
+    inner = [f for f in frames if os.sep + "edgeattn" + os.sep in f.filename] or frames
+    frame = inner[-1] if inner else None
+    return "{}:{}".format(os.path.relpath(frame.filename, REPO), frame.lineno) if frame else "?"
+
+
+def _describe(value, limit=600):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "... ({} characters)".format(len(text))
+
+
+def run_target(target, examples, seed, workdir, slow_s):
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    import fuzz_targets
+
+    stats = {"examples": 0, "failures": 0, "slow_examples": 0, "max_example_s": 0.0}
+    failures = {}  # signature -> [(size, description, message)]
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(target.strategy)
+    def run(value):
+        stats["examples"] += 1
+        started = time.perf_counter()
+        try:
+            fuzz_targets.check(target, value, workdir)
+        except Exception as error:  # noqa: BLE001 - every failure is recorded, the run goes on
+            stats["failures"] += 1
+            signature = "{} at {}".format(type(error).__name__, _where(error))
+            message = (str(error).strip().splitlines() or [""])[0][:300]
+            kept = failures.setdefault(signature, [])
+            kept.append((len(repr(value)), _describe(value), message))
+            kept.sort(key=lambda item: item[0])
+            del kept[KEEP_SMALLEST:]
+        finally:
+            elapsed = time.perf_counter() - started
+            stats["max_example_s"] = max(stats["max_example_s"], elapsed)
+            stats["slow_examples"] += elapsed > slow_s
+
+    started = time.time()
+    run()
+    stats["seconds"] = round(time.time() - started, 1)
+    stats["max_example_s"] = round(stats["max_example_s"], 3)
+    stats["distinct_failures"] = len(failures)
+    stats["smallest_failures"] = [{"failure": signature, "message": kept[0][2],
+                                   "inputs": [{"repr_chars": size, "input": text} for size, text, _ in kept]}
+                                  for signature, kept in sorted(failures.items())]
+    return stats
+
+
+def _write(path, record):
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(record, handle, indent=1)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=10000, help="examples per target (default 10000)")
+    parser.add_argument("--targets", default=None, help="comma list of target names (default: all)")
+    parser.add_argument("--seed", type=int, default=37, help="hypothesis seed (default 37)")
+    parser.add_argument("--slow-s", type=float, default=1.0, help="an example slower than this is counted as slow")
+    parser.add_argument("--json", default=None, help="write the result here")
+    args = parser.parse_args(argv)
+    json_path = os.path.abspath(args.json) if args.json else None
+
+    import warnings
+
+    import hypothesis
+
+    import fuzz_corpus
+    import fuzz_targets
+
+    warnings.simplefilter("ignore")  # torch's notes on odd pickle protocols of mutated checkpoints
+    base = tempfile.mkdtemp(prefix="edgeattn-fuzz-")
+    cwd = os.path.join(base, "cwd")
+    os.makedirs(cwd)
+    previous = os.getcwd()
+    os.chdir(cwd)
+    record = {"schema": SCHEMA, "examples_per_target": args.examples, "seed": args.seed, "slow_s": args.slow_s,
+              "python": platform.python_version(), "hypothesis": hypothesis.__version__,
+              "started_unix": time.time(), "properties": fuzz_targets.__doc__.split("\n\n")[1].replace("\n", " "),
+              "targets": {}}
+    try:
+        started = time.time()
+        corpus = fuzz_corpus.build(os.path.join(base, "corpus"))
+        record["corpus_seconds"] = round(time.time() - started, 1)
+        targets = fuzz_targets.targets(corpus)
+        names = args.targets.split(",") if args.targets else sorted(targets)
+        for name in names:
+            target = targets[name]
+            if not fuzz_targets.available(target):
+                record["targets"][name] = {"skipped": "needs {}".format(target.needs)}
+                continue
+            stats = run_target(target, args.examples, args.seed, os.path.join(base, "work"), args.slow_s)
+            record["targets"][name] = stats
+            print("{:<24} {:>6} examples {:>5} failures {:>7.1f} s (slowest {:.3f} s)".format(
+                name, stats["examples"], stats["failures"], stats["seconds"], stats["max_example_s"]), flush=True)
+            for failure in stats["smallest_failures"]:
+                print("    {}: {}".format(failure["failure"], failure["message"]), flush=True)
+            record["total_examples"] = sum(t.get("examples", 0) for t in record["targets"].values())
+            record["total_failures"] = sum(t.get("failures", 0) for t in record["targets"].values())
+            _write(json_path, record)
+        record["elapsed_s"] = round(time.time() - started, 1)
+        record["files_left_in_cwd"] = sorted(os.listdir(cwd))
+        record["complete"] = True
+        _write(json_path, record)
+    finally:
+        os.chdir(previous)
+        shutil.rmtree(base, ignore_errors=True)
+    return 1 if record.get("total_failures") or record.get("files_left_in_cwd") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
