@@ -8,7 +8,7 @@ counted, and the smallest failing inputs of each distinct failure (exception typ
 Per-example time is recorded too: the slowest example, and how many took over ``--slow-s`` (a parser that can hang
 shows up there).
 
-    python benchmarks/fuzz.py --examples 10000 --json benchmarks/results/fuzz.json
+    python benchmarks/fuzz.py --examples 10000 --jobs 8 --json benchmarks/results/fuzz.json
     python benchmarks/fuzz.py --examples 200 --targets tegrastats.line,engine.manifest --json runs/fuzz.json
 
 Runs in an empty temporary working directory (a parser that wrote a relative file would leave it there: that is
@@ -47,19 +47,20 @@ def _describe(value, limit=600):
     return text if len(text) <= limit else text[:limit] + "... ({} characters)".format(len(text))
 
 
-def run_target(target, examples, seed, workdir, slow_s):
+#: examples per hypothesis run; a target runs batches (seeds seed*1000+0, +1, ...) until its examples are done or
+#: the time budget is spent
+BATCH = 1000
+
+
+def run_target(target, examples, seed, workdir, slow_s, until=None):
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
     import fuzz_targets
 
-    stats = {"examples": 0, "failures": 0, "slow_examples": 0, "max_example_s": 0.0}
+    stats = {"examples": 0, "failures": 0, "slow_examples": 0, "max_example_s": 0.0, "batches": 0}
     failures = {}  # signature -> [(size, description, message)]
 
-    @hypothesis_seed(seed)
-    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(target.strategy)
     def run(value):
         stats["examples"] += 1
         started = time.perf_counter()
@@ -79,7 +80,17 @@ def run_target(target, examples, seed, workdir, slow_s):
             stats["slow_examples"] += elapsed > slow_s
 
     started = time.time()
-    run()
+    while stats["examples"] < examples and (until is None or time.time() < until):
+        batch = min(BATCH, examples - stats["examples"])
+        test = hypothesis_seed(seed * 1000 + stats["batches"])(settings(
+            max_examples=batch, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck))(given(target.strategy)(run)))
+        before = stats["examples"]
+        test()
+        stats["batches"] += 1
+        if stats["examples"] == before:
+            break  # the strategy has nothing new to draw
+    stats["budget_reached"] = stats["examples"] < examples
     stats["seconds"] = round(time.time() - started, 1)
     stats["max_example_s"] = round(stats["max_example_s"], 3)
     stats["distinct_failures"] = len(failures)
@@ -87,6 +98,20 @@ def run_target(target, examples, seed, workdir, slow_s):
                                    "inputs": [{"repr_chars": size, "input": text} for size, text, _ in kept]}
                                   for signature, kept in sorted(failures.items())]
     return stats
+
+
+def _job(job):
+    """One target in a worker process (the corpus is built once, in the parent)."""
+    import warnings
+
+    import fuzz_targets
+
+    warnings.simplefilter("ignore")
+    corpus, name, examples, seed, workdir, slow_s, until = job
+    target = fuzz_targets.targets(corpus)[name]
+    if not fuzz_targets.available(target):
+        return name, {"skipped": "needs {}".format(target.needs)}
+    return name, run_target(target, examples, seed, workdir, slow_s, until)
 
 
 def _write(path, record):
@@ -106,7 +131,12 @@ def main(argv=None):
     parser.add_argument("--targets", default=None, help="comma list of target names (default: all)")
     parser.add_argument("--seed", type=int, default=37, help="hypothesis seed (default 37)")
     parser.add_argument("--slow-s", type=float, default=1.0, help="an example slower than this is counted as slow")
+    parser.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once, one process each")
+    parser.add_argument("--until", default=None, metavar="HH:MM",
+                        help="stop drawing new batches at this local time (a target then reports fewer examples)")
     parser.add_argument("--json", default=None, help="write the result here")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other targets of an existing --json file (rerun only --targets)")
     args = parser.parse_args(argv)
     json_path = os.path.abspath(args.json) if args.json else None
 
@@ -127,19 +157,36 @@ def main(argv=None):
               "python": platform.python_version(), "hypothesis": hypothesis.__version__,
               "started_unix": time.time(), "properties": fuzz_targets.__doc__.split("\n\n")[1].replace("\n", " "),
               "targets": {}}
+    if args.merge and json_path and os.path.exists(json_path):
+        with open(json_path) as handle:
+            earlier = json.load(handle)
+        record["targets"] = {name: stats for name, stats in earlier.get("targets", {}).items()}
+        record["merged_from_seeds"] = sorted(set(earlier.get("merged_from_seeds", [earlier.get("seed")])
+                                                 + [args.seed]))
     try:
         started = time.time()
         corpus = fuzz_corpus.build(os.path.join(base, "corpus"))
         record["corpus_seconds"] = round(time.time() - started, 1)
-        targets = fuzz_targets.targets(corpus)
-        names = args.targets.split(",") if args.targets else sorted(targets)
-        for name in names:
-            target = targets[name]
-            if not fuzz_targets.available(target):
-                record["targets"][name] = {"skipped": "needs {}".format(target.needs)}
-                continue
-            stats = run_target(target, args.examples, args.seed, os.path.join(base, "work"), args.slow_s)
+        names = args.targets.split(",") if args.targets else sorted(fuzz_targets.targets(corpus))
+        until = None
+        if args.until:
+            hour, minute = (int(part) for part in args.until.split(":"))
+            now = time.localtime()
+            until = time.mktime(now[:3] + (hour, minute, 0) + now[6:])
+            record["until"] = args.until
+        jobs = [(corpus, name, args.examples, args.seed, os.path.join(base, "work-{}".format(name)), args.slow_s,
+                 until) for name in names]
+        if args.jobs > 1:
+            import multiprocessing
+
+            pool = multiprocessing.get_context("fork").Pool(args.jobs)
+            finished = pool.imap_unordered(_job, jobs)
+        else:
+            pool, finished = None, map(_job, jobs)
+        for name, stats in finished:
             record["targets"][name] = stats
+            if "skipped" in stats:
+                continue
             print("{:<24} {:>6} examples {:>5} failures {:>7.1f} s (slowest {:.3f} s)".format(
                 name, stats["examples"], stats["failures"], stats["seconds"], stats["max_example_s"]), flush=True)
             for failure in stats["smallest_failures"]:
@@ -147,6 +194,10 @@ def main(argv=None):
             record["total_examples"] = sum(t.get("examples", 0) for t in record["targets"].values())
             record["total_failures"] = sum(t.get("failures", 0) for t in record["targets"].values())
             _write(json_path, record)
+        if pool is not None:
+            pool.close()
+            pool.join()
+        record["targets"] = dict(sorted(record["targets"].items()))
         record["elapsed_s"] = round(time.time() - started, 1)
         record["files_left_in_cwd"] = sorted(os.listdir(cwd))
         record["complete"] = True

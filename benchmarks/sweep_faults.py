@@ -65,18 +65,18 @@ NAMED = {
     "bench-crash": ("SIGSEGV",),
     "bench-hang": ("timed out",),
     "bench-garbage": ("--exportTimes",),
-    "tegrastats-exit": ("tegrastats",),
-    "tegrastats-stall": ("tegrastats",),
-    "nvpmodel-fail": ("nvpmodel",),
+    "tegrastats-exit": ("tegrastats exited",),
+    "tegrastats-stall": ("tegrastats stopped printing", "tegrastats exited"),
+    "nvpmodel-fail": ("injected fault",),
     "nvpmodel-hang": ("timed out",),
-    "clocks-fail": ("jetson_clocks",),
+    "clocks-fail": ("injected failure",),
     "clocks-hang": ("timed out",),
     "enospc-row": ("No space left on device",),
     "eio-row": ("Input/output error",),
     "enospc-state": ("No space left on device",),
     "eio-state": ("Input/output error",),
-    "sigint": ("interrupted by signal 2",),
-    "sigterm": ("interrupted by signal 15",),
+    "sigint": ("interrupted by SIGINT", "restoring the original power mode and clocks; please wait"),
+    "sigterm": ("interrupted by SIGTERM", "restoring the original power mode and clocks; please wait"),
     "sigkill": ("did not finish",),
 }
 KINDS = tuple(NAMED)
@@ -112,7 +112,7 @@ def _placeholders(base):
     return paths
 
 
-def _plan_trial(rng, index, kind, engines, placeholders, live_modes):
+def _plan_trial(rng, index, kind, engines, placeholders, live_modes, calls):
     """The seeded choices of one trial."""
     original = rng.choice(live_modes)
     modes = list(live_modes)
@@ -120,20 +120,24 @@ def _plan_trial(rng, index, kind, engines, placeholders, live_modes):
         modes = sorted(modes + [rng.choice(REBOOT_MODES)])
     models = (engines if kind.startswith("bench") else placeholders)[:rng.choice([1, 2])]
     repeats = rng.choice([1, 1, 2])
+    if kind.startswith("bench"):  # a trtexec process per measurement: the smallest sweep
+        models, repeats = engines[:1], 1
     clocks = "max" if kind.startswith("clocks") else rng.choice(["default", "default", "max"])
     rows = len(modes) * len(models) * repeats
     if kind.startswith("bench"):
         moment = rng.randint(1, rows)
     elif kind.startswith("tegrastats"):
-        moment = rng.randint(0, 12)
+        moment = rng.randint(0, 6)
     elif kind.startswith(("nvpmodel", "clocks")):
-        moment = rng.randint(1, 10)
+        moment = rng.randint(1, calls["nvpmodel" if kind.startswith("nvpmodel") else "jetson_clocks"])
     elif kind.endswith("-row"):
         moment = rng.randint(1, rows + 2)
     elif kind.endswith("-state"):
         moment = rng.randint(1, len(modes) + 2)
     else:
-        moment = round(rng.uniform(0.3, 1.0), 3)  # fraction of the calibrated sweep time
+        # a fraction of the calibrated sweep time, counted from the start of the process (one trial in five: a
+        # signal during start-up) or from the moment the sweep wrote its resume file
+        moment = {"from": "start" if rng.random() < 0.2 else "resume-file", "fraction": round(rng.random(), 3)}
     return {"index": index, "kind": kind, "moment": moment, "original_mode": original,
             "locked_before": rng.random() < 0.25, "fan_pwm": rng.randint(0, 255), "modes": modes,
             "models": models, "repeats": repeats, "clocks": clocks}
@@ -146,13 +150,16 @@ def _sweep_argv(trial, out_dir):
         "--clocks", trial["clocks"], "-o", out_dir]
 
 
-def _run(argv, env, signal_at=None, signum=None):
-    """Run a sweep process; with ``signal_at`` send ``signum`` after that many seconds (if it still runs)."""
+def _run(argv, env, signal_at=None, signum=None, after_file=None):
+    """Run a sweep process; with ``signal_at`` send ``signum`` that many seconds after the start (or after
+    ``after_file`` appeared), if it still runs."""
     started = time.time()
     process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True)
     sent = False
     if signal_at is not None:
+        while after_file and not os.path.exists(after_file) and process.poll() is None:
+            time.sleep(0.02)
         try:
             process.wait(timeout=signal_at)
         except subprocess.TimeoutExpired:
@@ -210,8 +217,10 @@ def run_trial(trial, base, trtexec, calibrated_s):
                                   fan_pwm=trial["fan_pwm"])
     out_dir = os.path.join(board_dir, "sweep")
     kind, moment = trial["kind"], trial["moment"]
-    env = dict(os.environ, PYTHONPATH=REPO, SWEEP_DRIVER_MIN_INTERVAL_MS=str(INTERVAL_MS), EDGEATTN_TRTEXEC=trtexec,
+    env = dict(os.environ, PYTHONPATH=REPO, SWEEP_DRIVER_MIN_INTERVAL_MS=str(INTERVAL_MS),
                SWEEP_DRIVER_BENCH="real" if kind.startswith("bench") else "stub", **board.env)
+    if trtexec:
+        env["EDGEATTN_TRTEXEC"] = trtexec
     for name in ("FAKE_FAULT", "SWEEP_DRIVER_IO_FAULT"):
         env.pop(name, None)
     clean_env = dict(env)
@@ -220,7 +229,7 @@ def run_trial(trial, base, trtexec, calibrated_s):
     board.fault = None
     if kind.startswith("sig"):
         signum = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[kind]
-        signal_at = moment * calibrated_s
+        signal_at = moment["fraction"] * calibrated_s * (1.0 if moment["from"] == "start" else 0.6)
     elif kind.endswith(("-row", "-state")):
         name = "results.json" if kind.endswith("-row") else "sweep-state.json"
         env["SWEEP_DRIVER_IO_FAULT"] = "{}:{}:{}".format(name, moment, "ENOSPC" if kind.startswith("enospc") else "EIO")
@@ -230,7 +239,9 @@ def run_trial(trial, base, trtexec, calibrated_s):
         board.fault = "{}:{}:{}".format(tool, kind.split("-")[1], moment)
         env["FAKE_FAULT"] = board.fault
     argv = _sweep_argv(trial, out_dir)
-    runs = [_run(argv, env, signal_at, signum)]
+    state_file = os.path.join(out_dir, "sweep-state.json")
+    runs = [_run(argv, env, signal_at, signum, after_file=state_file if signum and moment["from"] != "start" else None)]
+    started_sweep = os.path.exists(state_file)
     fired = _fault_fired(kind, board, runs[0])
     after_fault = _results(out_dir)
     kept_before = {_key(r): r.get("started_unix") for r in (after_fault or {}).get("rows", [])}
@@ -266,7 +277,9 @@ def run_trial(trial, base, trtexec, calibrated_s):
         "tegrastats_left": len(board.live_tegrastats()),
         "rows_expected": len(expected), "rows": len(rows), "rows_duplicated": len(keys) - len(present),
         "rows_lost": len(lost), "rows_skipped_with_reason": len(missing) - len(lost), "rows_redone": redone,
-        "named": any(word in named_in for word in NAMED[kind]) if fired else None,
+        # a fault before the sweep wrote its resume file changed nothing (the sweep is simply started again)
+        "before_start": not started_sweep,
+        "named": any(word in named_in for word in NAMED[kind]) if fired and started_sweep else None,
     }
     board.kill_leftovers()
     result["ok"] = bool(result["complete"] and result["board_restored"] and not result["rows_duplicated"]
@@ -290,7 +303,8 @@ def _calibrate(base, models, live_modes):
     run = _run(_sweep_argv(trial, os.path.join(base, "calibration", "sweep")), env)
     if run["returncode"] != 0:
         raise SystemExit("the fault-free calibration sweep failed:\n" + run["output"][-3000:])
-    return run["seconds"]
+    calls = collections.Counter(call["tool"] for call in board.calls() if call["tool"] != "sudo")
+    return run["seconds"], {tool: calls[tool] for tool in ("nvpmodel", "jetson_clocks")}
 
 
 def _live_modes():
@@ -312,6 +326,7 @@ def summarise(results, args, calibrated_s, elapsed):
         fired = [r for r in mine if r["fired"]]
         by_kind[kind] = {
             "trials": len(mine), "injected": len(fired), "survived": sum(r["ok"] for r in fired),
+            "before_the_sweep_started": sum(r["before_start"] for r in fired),
             "named": sum(bool(r["named"]) for r in fired), "boards_left_changed": sum(not r["board_restored"]
                                                                                       for r in mine),
             "rows_lost": sum(r["rows_lost"] for r in mine), "rows_duplicated": sum(r["rows_duplicated"] for r in mine),
@@ -360,10 +375,12 @@ def main(argv=None):
     try:
         trtexec, engines = _engines(base)
         live = _live_modes()
-        calibrated = _calibrate(base, _placeholders(base), live)
-        print("calibrated sweep: {:.1f} s; live modes of {}: {}".format(calibrated, BOARD, live), flush=True)
+        calibrated, calls = _calibrate(base, _placeholders(base), live)
+        print("calibrated sweep: {:.1f} s, calls {}; live modes of {}: {}".format(calibrated, calls, BOARD, live),
+              flush=True)
         placeholders = _placeholders(base)
-        trials = [_plan_trial(rng, i, kinds[i % len(kinds)], engines, placeholders, live) for i in range(args.trials)]
+        trials = [_plan_trial(rng, i, kinds[i % len(kinds)], engines, placeholders, live, calls)
+                  for i in range(args.trials)]
         results = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.workers) as pool:
             futures = [pool.submit(run_trial, t, base, trtexec, calibrated) for t in trials]
@@ -371,7 +388,7 @@ def main(argv=None):
                 result = future.result()
                 results.append(result)
                 print("[{}/{}] {:<16} moment {:<6} fired {!s:<5} ok {!s:<5} runs {} {:.1f} s".format(
-                    len(results), len(trials), result["kind"], result["moment"], result["fired"], result["ok"],
+                    len(results), len(trials), result["kind"], str(result["moment"]), result["fired"], result["ok"],
                     result["runs"], result["seconds"]), flush=True)
                 if args.json and len(results) % 10 == 0:
                     _write(args.json, summarise(sorted(results, key=lambda r: r["index"]), args, calibrated,

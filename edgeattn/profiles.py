@@ -362,6 +362,8 @@ def load_profile(name_or_path, directory=None):
             path, hex(error.object[error.start]), error.start))
     except yaml.YAMLError as error:
         raise EdgeAttnError("profile {} is not valid YAML: {}".format(path, error))
+    except (ValueError, RecursionError) as error:  # PyYAML's int() of a 5000-digit number, nesting too deep
+        raise EdgeAttnError("profile {} is not a usable YAML document: {}".format(path, error))
     validate_profile(data, source=path, schema=load_schema(directory))
     by_name = path != name_or_path
     if by_name and data["name"] != name_or_path:

@@ -19,11 +19,13 @@ from . import find_tool, privileged
 
 TIMEOUT_S = 10
 _HEADER_RE = re.compile(r"SOC family:\s*(\S+)\s+Machine:\s*(.*)$")
-_CPU_RE = re.compile(r"^(cpu\d+):\s*(.*)$")
+# CPU numbers and counts are short ASCII digit runs: a 5000-digit one would make Python 3.11's int() raise
+_CPU_RE = re.compile(r"^(cpu\d{1,4}):\s*(.*)$", re.ASCII)
 _KV_RE = re.compile(r"(\w+)=(\S*)")
 _ENGINE_RE = re.compile(r"^(GPU|EMC)\s+(.*)$")
 _POWER_MODE_RE = re.compile(r"NV Power Mode:\s*(\S+)")
-_TPC_RE = re.compile(r"Active GPU TPCs:\s*(\d+)")
+_TPC_RE = re.compile(r"Active GPU TPCs:\s*(\d{1,6})\b", re.ASCII)
+_CPU_NUMBER_RE = re.compile(r"^\d{1,4}$", re.ASCII)
 _CLUSTER_RE = re.compile(r"CPU Cluster Switching:\s*(\S+)")
 _ROOT_ERROR_RE = re.compile(r"Error: Run this script\((.*)\) as a root user")
 
@@ -111,9 +113,9 @@ def _cpu_range_members(text):
             continue
         if "-" in part:
             low, _, high = part.partition("-")
-            if low.isdigit() and high.isdigit():
-                members.update(range(int(low), int(high) + 1))
-        elif part.isdigit():
+            if _CPU_NUMBER_RE.match(low) and _CPU_NUMBER_RE.match(high):
+                members.update(range(int(low), int(high) + 1))  # at most 10^4 numbers: never a hang
+        elif _CPU_NUMBER_RE.match(part):
             members.add(int(part))
     return members
 

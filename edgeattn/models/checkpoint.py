@@ -193,7 +193,7 @@ def _sniff(path):
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
+    except Exception:  # noqa: BLE001 - a damaged directory (bad names, sizes, flags): torch.load reports it
         return "zip"
     if any(name.endswith("/constants.pkl") or "/code/" in name for name in names):
         return "torchscript"

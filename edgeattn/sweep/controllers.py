@@ -41,6 +41,38 @@ class SweepMode(object):
         return "SweepMode({}, {!r})".format(self.id, self.name)
 
 
+#: attempts of a board command whose failure would skip a mode or leave the board changed: nvpmodel and
+#: jetson_clocks can fail once (a busy sysfs node, EBUSY) or hang until their timeout and then succeed
+ATTEMPTS = 3
+
+
+def _retried(action, what, echo, done=None, errors=True):
+    """``action()``, tried again (up to :data:`ATTEMPTS` in all) when it returns a failed status (or an outcome
+    ``done`` does not accept) or, with ``errors``, raises EdgeAttnError (a failure or a timeout); each retry is
+    announced through ``echo`` naming ``what`` failed and why; the last outcome or error stands."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            outcome = action()
+        except EdgeAttnError as error:
+            if attempt == ATTEMPTS or not errors:
+                raise
+            echo("warning: {} failed ({}); trying again".format(what, error))
+            continue
+        failed = getattr(outcome, "status", None) == "failed" if done is None else not done(outcome)
+        if not failed or attempt == ATTEMPTS:
+            return outcome
+        echo("warning: {} failed ({}); trying again".format(what, _reason(outcome)))
+    return outcome
+
+
+def _reason(outcome):
+    """What a failed outcome says: the SwitchResult's message (first of a (SwitchResult, mode) pair)."""
+    result = outcome[0] if isinstance(outcome, tuple) else outcome
+    if isinstance(outcome, tuple) and result.status == "switched":
+        return "the board is in mode {} after it".format(outcome[1].id)
+    return getattr(result, "message", None) or "no effect"
+
+
 def budget_from_name(name):
     """"MODE_15W" -> 15.0, "7W_AI" -> 7.0, "MAXN" -> None: the nominal budget a mode's name states."""
     match = _BUDGET_RE.search(name or "")
@@ -203,7 +235,9 @@ class JetsonController(object):
         self._unlock(original)
         if predicted and allow_reboot:
             return "reboot", None
-        result = nvpmodel.set_mode(mode.id, accept_reboot=False)
+        # a hang is not retried here: the sweep fails, restores (retrying) and is resumed
+        result = _retried(lambda: nvpmodel.set_mode(mode.id, accept_reboot=False), "nvpmodel -m {}".format(mode.id),
+                          self.echo, errors=False)
         if result.status == "reboot_required":
             if allow_reboot:
                 return "reboot", None
@@ -267,7 +301,7 @@ class JetsonController(object):
             report["clocks"] = {"ok": False, "detail": "unlocking failed: {}".format(error)}
         wanted = (original.get("mode") or {}).get("id")
         try:
-            now = nvpmodel.current_mode()
+            now = _retried(nvpmodel.current_mode, "nvpmodel -q", self.echo)
             if wanted is None:
                 report["mode"] = {"ok": None, "detail": "original mode unknown"}
             elif now.id == wanted:
@@ -280,8 +314,14 @@ class JetsonController(object):
                                       "rebooting": bool(line)}
                     report["clocks"] = {"ok": True, "detail": "clocks return to the mode's defaults after the reboot"}
                     return report
-                result = nvpmodel.set_mode(wanted, accept_reboot=False)
-                after = nvpmodel.current_mode()
+
+                def switch_back():
+                    switched = nvpmodel.set_mode(wanted, accept_reboot=False)
+                    return switched, nvpmodel.current_mode()
+
+                result, after = _retried(switch_back, "restoring mode {} (nvpmodel -m {})".format(wanted, wanted),
+                                         self.echo, done=lambda outcome: outcome[1].id == wanted
+                                         or outcome[0].status == "reboot_required")
                 self.current = after
                 if after.id == wanted:
                     report["mode"] = {"ok": True, "detail": "restored mode {} {}".format(after.id, after.name)}
@@ -296,7 +336,7 @@ class JetsonController(object):
             report["mode"] = {"ok": False, "detail": "could not restore mode {}: {}".format(wanted, error)}
         if store:
             try:
-                clocks_io.restore(store)
+                _retried(lambda: clocks_io.restore(store), "jetson_clocks --restore", self.echo)
                 if report["clocks"]["ok"] is None:
                     report["clocks"] = {"ok": True, "detail": "jetson_clocks --restore {}".format(store)}
             except Exception as error:

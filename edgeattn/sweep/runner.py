@@ -14,6 +14,7 @@ and is only imported when a sweep runs.
 """
 import contextlib
 import functools
+import math
 import os
 import platform
 import signal
@@ -228,7 +229,41 @@ def _verified_resume_state(saved, out_dir):
         raise EdgeAttnError("{}: the plan {!r} is not a list of mode IDs".format(source, plan))
     if not isinstance(saved.get("options"), dict) or not isinstance(saved["options"].get("models"), list):
         raise EdgeAttnError("{} records no sweep options; it cannot be resumed".format(source))
+    for name, check, what in _RESUMED_OPTIONS:
+        value = saved["options"].get(name)
+        if not check(value):
+            raise EdgeAttnError("{}: the option {!r} must be {}, got {!r}; it cannot be resumed".format(
+                source, name, what, value))
     return saved
+
+
+def _finite(low):
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= low
+
+
+def _whole(low):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _text(v):
+    return isinstance(v, str)
+
+
+#: the options of the resume file (SweepOptions.record) the sweep reads back, with what each must be
+_RESUMED_OPTIONS = (
+    ("models", lambda v: bool(v) and all(isinstance(m, str) and m for m in v), "a list of model paths"),
+    ("profile", _text, "a profile name"), ("backend", _text, "a backend name"), ("clocks", _text, "a string"),
+    ("power_source", _text, "a string"),
+    ("modes", lambda v: v == "all" or (isinstance(v, list) and all(_whole(0)(i) for i in v)),
+     "'all' or a list of mode IDs"),
+    ("precisions", lambda v: isinstance(v, list) and bool(v) and all(_text(p) for p in v), "a list of precisions"),
+    ("repeats", _whole(1), "an integer >= 1"), ("batch", _whole(1), "an integer >= 1"),
+    ("interval_ms", _whole(1), "an integer >= 1"), ("allow_reboot", lambda v: isinstance(v, bool), "true or false"),
+    ("settle_s", _finite(0), "a number >= 0"), ("warmup_s", _finite(0), "a number >= 0"),
+    ("duration_s", lambda v: v is None or _finite(0)(v), "a number >= 0 or null"),
+    ("temp_limit_c", _finite(float("-inf")), "a number"),
+    ("plugins", lambda v: v is None or _text(v), "a plugin mode or null"),
+)
 
 
 def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend="auto", clocks="default",
@@ -377,7 +412,10 @@ def _run_locked(asked, started, bench, engine_builder, model_check, root, echo):
             original = saved["original"]
             plan_ids = saved["plan"]
             plan = [by_id[i] for i in plan_ids if i in by_id]
-            store.load_existing()
+            kept = store.load_existing()
+            if saved.get("status") in ("starting", "running"):
+                echo("the previous run of this sweep did not finish (killed or crashed while {}, before restoring "
+                     "the board); {} result row(s) kept, the rest run now".format(saved["status"], kept))
             if saved.get("status") == "rebooting":
                 target = saved.get("reboot_target")
                 here = controller.current_mode_id() if profile_obj.is_jetson else None
@@ -519,6 +557,8 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                     done.add(row_key(row))
                     _flush(unpowered, telemetry, store, options, wait=False)
                     timings.append(time.time() - started)
+                # the mode's rows are on disk before the resume file calls it done (a kill in between lost them)
+                _flush(unpowered, telemetry, store, options, wait=True)
                 state["done_modes"].append(mode.id)
                 state_io.save_state(out_dir, state)
             if status != "rebooting":
@@ -533,14 +573,21 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
             outcome = _finish(controller, store, state, telemetry, original, options, status, message, echo,
                               unpowered)
     if interruption is not None:
-        echo("sweep interrupted; {} result row(s) kept in {}; continue with: edgeattn sweep --resume -o {}".format(
-            len(store.rows), out_dir, out_dir))
+        echo("sweep interrupted by {}; {} result row(s) kept in {}; continue with: edgeattn sweep --resume -o {}"
+             .format(_signal_name(interruption.signum), len(store.rows), out_dir, out_dir))
         raise interruption
     if failure is not None:
         echo("sweep failed; {} result row(s) kept in {}; after fixing the cause, continue with: edgeattn sweep "
              "--resume -o {}".format(len(store.rows), out_dir, out_dir))
         raise failure
     return outcome
+
+
+def _signal_name(signum):
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return "signal {}".format(signum)
 
 
 def _flush(pending, telemetry, store, options, wait):
@@ -571,6 +618,8 @@ def _finish(controller, store, state, telemetry, original, options, status, mess
         except Exception as error:  # results must not stop the restore
             echo("warning: could not attach power to the last measurement(s): {}".format(error))
         errors = telemetry.stop() if telemetry is not None else []
+        for line in errors:
+            echo("warning: " + line)
         if status == "rebooting":
             report = {"mode": {"ok": None, "detail": "rebooting into the next mode; restored at the end of the sweep"},
                       "clocks": {"ok": None, "detail": "clocks reset by the reboot"}}

@@ -30,6 +30,27 @@ def _poll_s(sampler):
     return min(0.05, sampler.interval_s / 4.0)
 
 
+#: a sampler silent for this many intervals (and at least SILENT_MIN_S) has stalled: a loaded machine delays a line
+#: by an interval or two, not by ten
+SILENT_INTERVALS = 10
+SILENT_MIN_S = 2.0
+
+
+def _delivery_problem(sampler, now, started):
+    """Why ``sampler`` stopped delivering samples before the sweep ended (None when it did not); ``started``: when
+    the samplers were started."""
+    samples = sampler.samples()
+    last = samples[-1][0] if samples else None
+    since = "since {}".format(time.strftime("%H:%M:%S", time.localtime(last))) if last else "from the start"
+    if _stopped(sampler):
+        return "{} exited during the sweep: no power samples {}".format(sampler.source, since)
+    quiet_since = last if last is not None else started
+    if quiet_since is not None and now - quiet_since > max(SILENT_INTERVALS * sampler.interval_s, SILENT_MIN_S):
+        return "{} stopped printing samples {:.0f} s before the end of the sweep: no power samples {}".format(
+            sampler.source, now - quiet_since, since)
+    return None
+
+
 class Telemetry(object):
     """The samplers of a sweep: ``power`` (tegrastats or INA3221, or None) and ``board`` (tegrastats, or None:
     GPU load/clock and temperatures). Both may be the same tegrastats sampler."""
@@ -39,18 +60,25 @@ class Telemetry(object):
         self.board = board
         self.total_rail = total_rail
         self.notes = list(notes or [])
+        self.started_unix = None
 
     @property
     def power_source(self):
         return self.power.source if self.power is not None else "none"
 
     def start(self):
+        self.started_unix = time.time()
         for sampler in self._unique():
             sampler.start()
 
-    def stop(self):
+    def stop(self, clock=time.time):
+        """Stop the samplers; returns one line for each problem: a sampler that exited or went silent during the
+        sweep (the rows measured since have no power from it), or one that could not be stopped."""
         errors = []
         for sampler in self._unique():
+            problem = _delivery_problem(sampler, clock(), self.started_unix)
+            if problem:
+                errors.append(problem)
             try:
                 sampler.stop()
             except Exception as error:  # stopping is part of restoring: keep going

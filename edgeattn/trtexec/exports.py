@@ -133,12 +133,18 @@ def parse_profile(text):
         if not isinstance(record, dict):
             continue
         if "count" in record and "name" not in record:
-            count = record["count"]
+            count = record["count"] if _finite(record["count"]) else None
         elif "name" in record:
-            layers.append({"name": record["name"], "timeMs": record.get("timeMs"),
-                           "averageMs": record.get("averageMs"), "medianMs": record.get("medianMs"),
-                           "percentage": record.get("percentage")})
+            layers.append({"name": record["name"], "timeMs": _number_or_none(record.get("timeMs")),
+                           "averageMs": _number_or_none(record.get("averageMs")),
+                           "medianMs": _number_or_none(record.get("medianMs")),
+                           "percentage": _number_or_none(record.get("percentage"))})
     return {"count": count, "layers": layers}
+
+
+def _number_or_none(value):
+    """A layer time as a number; None for a missing, non-numeric or non-finite one (``nan`` from a zero total)."""
+    return value if _finite(value) else None
 
 
 def parse_layer_info(text):

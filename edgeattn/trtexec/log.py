@@ -14,6 +14,8 @@ import signal
 _LOG_LINE = re.compile(
     r"^(?:\[(?P<time>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?(?:\[TRT\] )?\[(?P<level>[IVWEF])\] (?P<text>.*)$")
 _ERROR_RECORD = re.compile(r"^Error\[(?P<code>\d+)\]: (?P<text>.*)$")
+#: a count trtexec prints (SMs, MiB): ASCII digits, not thousands of them (Python 3.11's int() refuses those)
+_COUNT_RE = re.compile(r"^\d{1,12}$", re.ASCII)
 _TRT_PREFIX = re.compile(r"^\[TRT\] (?:\d+: )?")
 
 
@@ -47,10 +49,10 @@ def parse_device(text):
             found = True
         elif key == "Compute Capability":
             device["compute_capability"] = value
-        elif key == "SMs" and value.isdigit():
+        elif key == "SMs" and _COUNT_RE.match(value):
             device["sms"] = int(value)
         elif key == "Device Global Memory" and value.endswith(" MiB"):
-            device["memory_mib"] = int(value[:-4]) if value[:-4].isdigit() else None
+            device["memory_mib"] = int(value[:-4]) if _COUNT_RE.match(value[:-4]) else None
         elif key == "Selected Device UUID":
             device["uuid"] = value
     return device if found else None

@@ -7,10 +7,11 @@ import re
 
 _BANNER = re.compile(
     r"^&&&& (?P<status>RUNNING|PASSED|FAILED|WAIVED) TensorRT\.trtexec"
-    r"(?: \[TensorRT v(?P<number>\d+)\])?(?: \[b(?P<build>\d+)\])? # (?P<command>.*)$",
-    re.MULTILINE,
+    r"(?: \[TensorRT v(?P<number>\d{1,9})\])?(?: \[b(?P<build>\d{1,9})\])? # (?P<command>.*)$",
+    re.MULTILINE | re.ASCII,
 )
-_VERSION_LINE = re.compile(r"\] \[I\] TensorRT version: (\d+(?:\.\d+){1,3})\s*$", re.MULTILINE)
+# digit runs are bounded: a number of thousands of digits is no version (and int() refuses it on Python 3.11)
+_VERSION_LINE = re.compile(r"\] \[I\] TensorRT version: (\d{1,6}(?:\.\d{1,6}){1,3})\s*$", re.MULTILINE | re.ASCII)
 
 
 class TrtVersion(tuple):

@@ -78,11 +78,25 @@ _WATCH = None
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth")
 
 
+_IMPORT_DIRS = []
+
+
 def _import_dirs():
-    return [os.path.abspath(p or ".") for p in sys.path]
+    if not _IMPORT_DIRS:
+        _IMPORT_DIRS.extend(os.path.abspath(p or ".") for p in sys.path)
+    return _IMPORT_DIRS
+
+
+_CODE_DIRS = []
 
 
 def _code_dirs():
+    if not _CODE_DIRS:
+        _CODE_DIRS.extend(_find_code_dirs())
+    return _CODE_DIRS
+
+
+def _find_code_dirs():
     import edgeattn
 
     dirs = {os.path.dirname(os.path.abspath(edgeattn.__file__)), os.path.join(REPO, "profiles"),
@@ -546,7 +560,7 @@ def sysfs_trees(draw):
         base = "sys/bus/i2c/devices/{}".format(device)
         files[base + "/name"] = draw(st.sampled_from(["ina3221", "ina3221x", "ina3221\n", "other"]))
         if draw(st.booleans()):
-            for channel in range(1, draw(st.integers(1, 4)) + 1):
+            for channel in range(1, draw(st.integers(1, 3)) + 1):
                 for name in ("in{}_label", "in{}_input", "curr{}_input"):
                     files[base + "/hwmon/hwmon3/" + name.format(channel)] = draw(_SYSFS_VALUE)
         else:

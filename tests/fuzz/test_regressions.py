@@ -119,3 +119,80 @@ def test_results_csv_flattens_damaged_parts_to_empty_columns(row_fields, context
     flat = flatten_row(row, context)
     assert flat["model"] == "m" and flat["board_model"] is None
     assert flat["throttle_reasons"] in ("", "['nested']")
+
+
+# -- nvpmodel, jetson_clocks, trtexec device block: huge or non-ASCII numbers ---------------------------------------
+def test_nvpmodel_mode_ids_of_thousands_of_digits_are_no_mode():
+    from edgeattn.jetson import nvpmodel
+
+    huge = "9" * 5000  # Python 3.11's int() raises ValueError beyond 4300 digits
+    assert nvpmodel.parse_query("NV Power Mode: 15W\n{}\n".format(huge)).mode is None
+    verbose = nvpmodel.parse_parse_verbose("NVPM VERB: PM_CONFIG: DEFAULT=MAXN({})\n"
+                                           "NVPM VERB: POWER_MODEL: ID={} NAME=MAXN\n".format(huge, huge))
+    assert verbose.default_id is None and verbose.modes == []
+    conf = nvpmodel.parse_conf("< POWER_MODEL ID={} NAME=MAXN >\n< PM_CONFIG DEFAULT={} >\n".format(huge, huge))
+    assert conf.modes == [] and conf.default_id is None
+    assert nvpmodel.parse_query("NV Power Mode: 15W\n2\n").mode == (2, "15W")
+
+
+def test_jetson_clocks_cpu_ranges_are_bounded():
+    from edgeattn.jetson import clocks
+
+    text = ("Online CPUs: 0-99999999999\ncpu0: Online=1 MinFreq=1 MaxFreq=1 CurrentFreq=1\n"
+            "GPU MinFreq=1 MaxFreq=1 CurrentFreq=1\nActive GPU TPCs: {}\n".format("9" * 5000))
+    data = clocks.parse_show(text)  # was: a set of 10^11 CPU numbers (a hang), then int() of 5000 digits
+    assert data["active_gpu_tpcs"] is None and data["locked"] is True
+    assert clocks._cpu_range_members("0-3,5") == {0, 1, 2, 3, 5}
+
+
+def test_trtexec_device_counts_of_odd_digits_are_none():
+    from edgeattn.trtexec.log import parse_device
+
+    device = parse_device("[I] Selected Device: Orin\n[I] SMs: \u00b2\n[I] Device Global Memory: {} MiB\n".format(
+        "9" * 5000))  # '²'.isdigit() is true and int('²') raises
+    assert device["name"] == "Orin" and device["sms"] is None and device["memory_mib"] is None
+
+
+# -- checkpoint headers: a zip directory whose names do not decode ---------------------------------------------------
+def test_checkpoint_zip_with_an_undecodable_name_is_sniffed_as_zip(tmp_path):
+    import zipfile
+
+    pytest.importorskip("torch")
+    from edgeattn.models import checkpoint
+
+    path = tmp_path / "model.pt"
+    with zipfile.ZipFile(str(path), "w") as archive:
+        archive.writestr("state/data.pkl", b"\x80\x02}q\x00.")
+    data = bytearray(path.read_bytes())
+    central = data.rindex(b"PK\x01\x02")  # the central directory entry: flags at +8, the name at +46
+    data[central + 9] |= 0x08  # general purpose bit 11: the name is UTF-8 ...
+    data[central + 47] = 0xc6  # ... and it is not
+    path.write_bytes(bytes(data))
+    assert checkpoint._sniff(str(path)) == "zip"  # was UnicodeDecodeError from zipfile
+    with pytest.raises(EdgeAttnError):
+        checkpoint.load_checkpoint(str(path))
+
+
+# -- profiles: YAML that PyYAML builds with int() or deep recursion --------------------------------------------------
+@pytest.mark.parametrize("text", ["schema: edgeattn.profile/1\nname: {}\n".format("9" * 5001),
+                                  "schema: edgeattn.profile/1\nname: " + "[" * 5000 + "]" * 5000 + "\n"])
+def test_profile_yaml_that_pyyaml_cannot_build_is_one_line(tmp_path, text):
+    from edgeattn.profiles import load_profile
+
+    path = tmp_path / "board.yaml"
+    path.write_text(text)
+    with pytest.raises(EdgeAttnError) as caught:
+        load_profile(str(path))  # was ValueError (int digit limit) / RecursionError
+    assert "board.yaml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# -- trtexec --exportProfile: non-finite numbers --------------------------------------------------------------------
+def test_export_profile_holds_no_infinite_number():
+    from edgeattn.trtexec import exports
+
+    text = ('[\n  { "count" : 661e999 }\n, { "name" : "conv", "timeMs" : 1e999, "averageMs" : 0.5, '
+            '"medianMs" : 0.5, "percentage" : 100.0 }\n]\n')
+    profile = exports.parse_profile(text)
+    assert profile["count"] is None and profile["layers"][0]["timeMs"] is None
+    assert profile["layers"][0]["averageMs"] == 0.5
+    json.dumps(profile, allow_nan=False)
