@@ -149,8 +149,13 @@ def inspect_(model, as_json, plugin_lib, backend, trtexec_path, allow_engine_hos
     """
     import os
 
+    from .. import filekind
+
     if not os.path.exists(model):
         raise EdgeAttnError("no such file: {}".format(model))
+    # a file of another kind edgeattn knows (a sweep's results.json, a tegrastats log, a profile) is named as such
+    filekind.require(model, ("onnx", "engine", "json", "trtexec-export"),
+                     "an ONNX model, a TensorRT engine or a trtexec --exportLayerInfo file", command="`edgeattn inspect`")
     if os.path.isdir(model):
         raise EdgeAttnError("{} is a directory, not a model, engine or layer file".format(model))
     kind = _file_kind(model)

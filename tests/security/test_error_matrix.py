@@ -269,7 +269,8 @@ GIVEN_WORDS = {"onnx": "an ONNX model", "results": "a sweep's results.json", "sw
                "state": "a sweep's resume file", "manifest": "an engine manifest", "profile": "board profile",
                "log": "a tegrastats log", "trtexec-log": "a trtexec console log"}
 #: command -> (the kinds it takes, the words saying what it expected)
-EXPECTED_WORDS = {"inspect": (("onnx",), "an ONNX model"), "build": (("onnx",), "an ONNX model"),
+EXPECTED_WORDS = {"inspect": (("onnx",), "an ONNX model, a TensorRT engine or a trtexec --exportLayerInfo file"),
+                  "build": (("onnx",), "an ONNX model"),
                   "bench": (("onnx",), "an ONNX model or a TensorRT engine"),
                   "power": (("log",), "a tegrastats log"), "profiles": (("profile",), "a board profile"),
                   "report": (("sweep-dir",), "a sweep directory")}
@@ -322,8 +323,9 @@ def test_a_file_of_another_kind_is_named_with_what_was_expected(invoke, tmp_path
 def test_inspect_given_a_sweeps_results_json_says_so(invoke, good):
     """The known case: protobuf's JSON reader used to take results.json (by its suffix) and die in a traceback."""
     line = one_error_line(invoke(["inspect", good["results"]]))
-    assert line == ("edgeattn: error: `edgeattn inspect` expects an ONNX model: {} is a sweep's results.json (schema "
-                    "edgeattn.sweep/1); give its directory to `edgeattn report`".format(good["results"]))
+    assert line == ("edgeattn: error: `edgeattn inspect` expects an ONNX model, a TensorRT engine or a trtexec "
+                    "--exportLayerInfo file: {} is a sweep's results.json (schema edgeattn.sweep/1); give its directory "
+                    "to `edgeattn report`".format(good["results"]))
 
 
 def test_an_onnx_model_named_json_or_txt_is_still_read_as_protobuf(invoke, good, tmp_path):
