@@ -209,8 +209,11 @@ def _fault_fired(kind, board, run):
         return calls >= int(board.fault.split(":")[2])
 
 
-def run_trial(trial, base, trtexec, calibrated_s):
+def run_trial(trial, base, trtexec, calibrated_s, until=None):
     import fakeharness
+
+    if until is not None and time.time() > until:
+        return None  # the time budget is spent: not run
 
     board_dir = os.path.join(base, "trial-{:04d}".format(trial["index"]))
     board = fakeharness.FakeBoard(board_dir, BOARD, mode=trial["original_mode"], locked=trial["locked_before"],
@@ -335,7 +338,8 @@ def summarise(results, args, calibrated_s, elapsed):
             "resume_runs": sum(r["runs"] - 1 for r in mine)}
     injected = [r for r in results if r["fired"]]
     return {
-        "schema": SCHEMA, "seed": args.seed, "trials": len(results), "board": BOARD, "trtexec": TRT_VERSION,
+        "schema": SCHEMA, "seed": args.seed, "trials_planned": args.trials, "trials": len(results), "board": BOARD,
+        "trtexec": TRT_VERSION, "until": args.until, "workers": args.workers,
         "timeout_cap_s": args.timeout_cap_s, "interval_ms": INTERVAL_MS, "calibrated_sweep_s": round(calibrated_s, 1),
         "python": platform.python_version(), "elapsed_s": round(elapsed, 1),
         "faults_injected": len(injected), "faults_survived": sum(r["ok"] for r in injected),
@@ -366,8 +370,15 @@ def main(argv=None):
                         help="cap on the timeout of every command the sweep runs (a hung fake is killed then)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the trial directories (for a look)")
+    parser.add_argument("--until", default=None, metavar="HH:MM",
+                        help="start no trial after this local time (the record says how many ran)")
     args = parser.parse_args(argv)
     os.environ["SWEEP_DRIVER_TIMEOUT_CAP_S"] = str(args.timeout_cap_s)
+    until = None
+    if args.until:
+        hour, minute = (int(part) for part in args.until.split(":"))
+        now = time.localtime()
+        until = time.mktime(now[:3] + (hour, minute, 0) + now[6:])
     kinds = args.kinds.split(",") if args.kinds else list(KINDS)
     rng = random.Random(args.seed)
     base = tempfile.mkdtemp(prefix="edgeattn-sweep-faults-")
@@ -383,9 +394,11 @@ def main(argv=None):
                   for i in range(args.trials)]
         results = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.workers) as pool:
-            futures = [pool.submit(run_trial, t, base, trtexec, calibrated) for t in trials]
+            futures = [pool.submit(run_trial, t, base, trtexec, calibrated, until) for t in trials]
             for future in concurrent.futures.as_completed(futures):
                 result = future.result()
+                if result is None:
+                    continue
                 results.append(result)
                 print("[{}/{}] {:<16} moment {:<6} fired {!s:<5} ok {!s:<5} runs {} {:.1f} s".format(
                     len(results), len(trials), result["kind"], str(result["moment"]), result["fired"], result["ok"],

@@ -56,7 +56,7 @@ _GEMM_CONV_NAMES = re.compile(r"(^|[/_.\s+(])(Conv|MatMul|Gemm|FullyConnected|Co
 
 def tensor_precision(format_text):
     """``"Row major linear FP32"`` -> ``"fp32"``; None when the string names no data type."""
-    match = _DATATYPE_RE.search(format_text or "")
+    match = _DATATYPE_RE.search(format_text) if isinstance(format_text, str) else None  # a damaged file: no type
     return _DATATYPE_OF[match.group(1)] if match else None
 
 

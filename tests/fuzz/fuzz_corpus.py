@@ -43,7 +43,8 @@ class Corpus(object):
         self.ina3221_listings = _texts("jetson/ina3221/*.txt")
         self.trtexec_logs = _texts("trtexec/*.txt")
         self.trtexec_times = _texts("trtexec/times_*.txt")
-        self.trtexec_profiles = _texts("trtexec/profile_*.txt")
+        self.trtexec_profiles = _texts("trtexec/profile_*.txt") + _texts("trtexec/profile_*.json")
+        self.trtexec_layer_infos = _texts("trtexec/layers_*.json")
         self.profiles = {os.path.basename(p): fixture_text(p)
                          for p in sorted(glob.glob(os.path.join(REPO, "profiles", "*.yaml")))
                          if not p.endswith("schema.yaml")}

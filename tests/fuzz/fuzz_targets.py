@@ -448,6 +448,13 @@ def _trtexec_profile(text):
     return exports.parse_profile(text)
 
 
+def _trtexec_layer_info(text):
+    from edgeattn.tensorrt.layers import describe_layers
+    from edgeattn.trtexec.exports import parse_layer_info
+
+    return describe_layers(parse_layer_info(text), "layers.json")
+
+
 def _trtexec_version(value):
     from edgeattn.trtexec.version import TrtVersion, decode_version_number
 
@@ -609,6 +616,8 @@ def targets(corpus):
             _json_documents(corpus.trtexec_times)).map(bytes.decode),
             trt_versions, st.sampled_from([0.0, 2.0, 200.0, -1.0])), _trtexec_times),
         Target("trtexec.profile", mutated_text(corpus.trtexec_profiles), _trtexec_profile),
+        Target("trtexec.layer_info", mutated_text(corpus.trtexec_layer_infos) | mutated_json(
+            _json_documents(corpus.trtexec_layer_infos)).map(_dump_json).map(bytes.decode), _trtexec_layer_info),
         Target("trtexec.version", st.tuples(st.sampled_from(["8.6.2", "10.3.0.26", "8.4.12"]) | st.text(max_size=12)
                                             | mutated_text(["10.16.2", "8.2.1.8"]),
                                             st.integers(0, 10 ** 7)), _trtexec_version),

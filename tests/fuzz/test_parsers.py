@@ -18,9 +18,9 @@ def corpus(tmp_path_factory):
 def _names():
     return ["tegrastats.line", "tegrastats.log", "power.lines", "nvpmodel.query", "nvpmodel.conf",
             "nvpmodel.parse_verbose", "nvpmodel.switch", "jetson_clocks.show", "board.identity", "ina3221.sysfs",
-            "trtexec.log", "trtexec.times", "trtexec.profile", "trtexec.version", "engine.manifest", "sweep.state",
-            "sweep.results", "profiles.yaml", "checkpoint.header", "checkpoint.load", "onnx.inspect",
-            "filekind.sniff"]
+            "trtexec.log", "trtexec.times", "trtexec.profile", "trtexec.layer_info", "trtexec.version",
+            "engine.manifest", "sweep.state", "sweep.results", "profiles.yaml", "checkpoint.header",
+            "checkpoint.load", "onnx.inspect", "filekind.sniff"]
 
 
 def test_every_target_is_sampled(corpus):

@@ -196,3 +196,14 @@ def test_export_profile_holds_no_infinite_number():
     assert profile["count"] is None and profile["layers"][0]["timeMs"] is None
     assert profile["layers"][0]["averageMs"] == 0.5
     json.dumps(profile, allow_nan=False)
+
+
+# -- trtexec --exportLayerInfo: a field of the wrong type -----------------------------------------------------------
+def test_layer_info_with_a_format_that_is_not_a_string():
+    from edgeattn.tensorrt.layers import describe_layers
+    from edgeattn.trtexec.exports import parse_layer_info
+
+    text = json.dumps({"Layers": [{"Name": "conv", "LayerType": "Convolution",
+                                   "Inputs": [{"Name": "x", "Format/Datatype": {"odd": 1}}], "Outputs": []}]})
+    description = describe_layers(parse_layer_info(text), "layers.json")  # was TypeError in the format regex
+    assert description["layers"][0]["inputs"][0]["precision"] is None
