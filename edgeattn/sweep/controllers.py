@@ -65,8 +65,16 @@ def _retried(action, what, echo, done=None, errors=True):
     return outcome
 
 
+def _shown(echo):
+    """``jetson_clocks --show`` parsed, tried again when it fails once (None when it keeps failing)."""
+    return _retried(lambda: clocks_io.show(use_sudo=True), "jetson_clocks --show", echo,
+                    done=lambda shown: shown is not None, errors=False)
+
+
 def _reason(outcome):
     """What a failed outcome says: the SwitchResult's message (first of a (SwitchResult, mode) pair)."""
+    if outcome is None:
+        return "no output"
     result = outcome[0] if isinstance(outcome, tuple) else outcome
     if isinstance(outcome, tuple) and result.status == "switched":
         return "the board is in mode {} after it".format(outcome[1].id)
@@ -203,7 +211,7 @@ class JetsonController(object):
         if clocks_io.jetson_clocks_path() is None:
             self.echo("jetson_clocks is not installed: clocks are neither locked nor stored")
             return original
-        shown = clocks_io.show(use_sudo=True)
+        shown = _shown(self.echo)
         if shown is not None:
             original["clocks_locked"] = shown.get("locked")
             original["clocks_show"] = {k: shown.get(k) for k in ("gpu", "emc", "online_cpus", "power_mode")}
@@ -211,7 +219,7 @@ class JetsonController(object):
                 self.echo("note: clocks were already locked (jetson_clocks ran before this sweep); they will be "
                           "locked again when restored")
         try:
-            original["clocks_store"] = clocks_io.store()
+            original["clocks_store"] = _retried(clocks_io.store, "jetson_clocks --store", self.echo)
         except EdgeAttnError as error:
             if clocks_wanted == "max":
                 raise EdgeAttnError("cannot store the current clocks before locking them: {}".format(error))
@@ -286,7 +294,10 @@ class JetsonController(object):
         """``jetson_clocks`` at the current mode's maxima; returns the locked GPU clock in MHz (or None)."""
         clocks_io.lock()
         self.clocks_locked_by_us = True
-        shown = clocks_io.show(use_sudo=True)
+        shown = _shown(self.echo)
+        if shown is None:
+            self.echo("warning: jetson_clocks --show failed after locking: the locked GPU clock is unknown, throttling "
+                      "is judged against the highest clock seen")
         gpu = (shown or {}).get("gpu") or {}
         return gpu.get("max_hz") / 1e6 if gpu.get("max_hz") else None
 
@@ -345,6 +356,15 @@ class JetsonController(object):
                 # finished: nothing will restore from it again, and the resume file must not name a deleted path
                 clocks_io.discard_store(store)
                 original["clocks_store"] = None
+        elif report["clocks"]["ok"] is None and original.get("clocks_locked") and clocks_io.jetson_clocks_path():
+            # locked before the sweep but not stored (--store failed): a mode switch unlocked them; lock them again
+            try:
+                _retried(clocks_io.lock, "jetson_clocks (locking again)", self.echo)
+                report["clocks"] = {"ok": True, "detail": "locked again with jetson_clocks, as before the sweep (they "
+                                                          "could not be stored)"}
+            except EdgeAttnError as error:
+                report["clocks"] = {"ok": False, "detail": "clocks were locked before the sweep and could not be "
+                                                           "locked again: {}; run `sudo jetson_clocks`".format(error)}
         elif report["clocks"]["ok"] is None:
             report["clocks"] = {"ok": not self.clocks_locked_by_us,
                                 "detail": "no stored clocks (jetson_clocks unavailable or not stored)"}

@@ -128,3 +128,41 @@ def test_trtexec_banner_with_a_huge_version_number_is_no_version():
     assert version_from_output(line) is None
     assert math.isclose(float(str(version_from_output("[01/15/2026-07:20:09] [I] TensorRT version: 10.3.0\n"))[:4]),
                         10.3)
+
+
+def _placeholder_sweep(tmp_path, name, lines, **options):
+    model = tmp_path / "m1.onnx"
+    model.write_bytes(b"placeholder")
+    return run_sweep([str(model)], modes=[0, 1], repeats=1, settle_s=0, duration_s=0.05, warmup_s=0,
+                     interval_ms=FAST_INTERVAL_MS, out_dir=str(tmp_path / name), bench=stubbench.make_bench(),
+                     engine_builder=stubbench.fake_engine_builder, echo=lines.append, **options)
+
+
+def test_clocks_locked_before_the_sweep_are_stored_after_a_failed_store(fake_board, fast_sampling, tmp_path,
+                                                                        monkeypatch):
+    """`jetson_clocks --store` timing out once (a loaded board) left the clocks unstored; the mode switch unlocked
+    them and nothing locked them again, while the restore reported success."""
+    board = fake_board("orin-nano-8gb", mode=0, locked=True)
+    monkeypatch.setenv("FAKE_FAULT", "jetson_clocks:fail:2")  # --show, then the --store fails once
+    lines = []
+    outcome = _placeholder_sweep(tmp_path, "out", lines)
+    assert board.state()["locked"] is True and board.state()["mode"] == 0
+    assert outcome.restore["clocks"]["ok"] is True
+    assert any("jetson_clocks --store failed" in line and "trying again" in line for line in lines), lines
+
+
+def test_clocks_locked_before_the_sweep_and_never_stored_are_locked_again(fake_board, fast_sampling, tmp_path,
+                                                                          monkeypatch):
+    from edgeattn.sweep import controllers
+
+    board = fake_board("orin-nano-8gb", mode=0, locked=True)
+
+    def no_store(*args, **kwargs):
+        raise EdgeAttnError("jetson_clocks --store failed: no space left")
+
+    monkeypatch.setattr(controllers.clocks_io, "store", no_store)
+    lines = []
+    outcome = _placeholder_sweep(tmp_path, "out", lines)
+    assert board.state()["mode"] == 0 and board.state()["locked"] is True  # was: left unlocked, reported ok
+    assert outcome.restore["clocks"] == {"ok": True, "detail": "locked again with jetson_clocks, as before the "
+                                                               "sweep (they could not be stored)"}
