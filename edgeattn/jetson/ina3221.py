@@ -203,6 +203,12 @@ class Ina3221Sampler(object):
             return [(t, s) for t, s in self._samples
                     if (since is None or t >= since) and (until is None or t <= until)]
 
+    def forget_before(self, stamp):
+        """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that
+        hours of sampling do not pile up in memory (benchmarks/long_sweep.py)."""
+        with self._lock:
+            self._samples = [(t, s) for t, s in self._samples if t >= stamp]
+
     def stop(self):
         self._stop.set()
         if self._thread is not None:

@@ -583,6 +583,10 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
     return outcome
 
 
+#: samples kept before the oldest window still to attribute: more than settling looks back (telemetry.settle)
+KEEP_SAMPLES_S = 60.0
+
+
 def _signal_name(signum):
     try:
         return signal.Signals(signum).name
@@ -608,6 +612,9 @@ def _flush(pending, telemetry, store, options, wait):
     pending[:] = [row for row in pending if all(row is not r for r in ready)]
     if ready:
         store.save()
+        # samples older than every window still to attribute (and than the settle window) are not needed again
+        oldest = min([row["window"]["start_unix"] for row in pending] + [max(r["window"]["end_unix"] for r in ready)])
+        telemetry.forget_before(oldest - KEEP_SAMPLES_S)
 
 
 def _finish(controller, store, state, telemetry, original, options, status, message, echo, unpowered=None):

@@ -116,6 +116,13 @@ class Telemetry(object):
                     break
                 sleep(_poll_s(sampler))
 
+    def forget_before(self, stamp):
+        """Let every sampler drop its samples from before ``stamp`` (samplers without the method keep theirs)."""
+        for sampler in self._unique():
+            forget = getattr(sampler, "forget_before", None)
+            if forget is not None:
+                forget(stamp)
+
     def covers(self, stamp):
         """True when every sampler has delivered the sample that covers time ``stamp`` (or has stopped)."""
         for sampler in self._unique():

@@ -166,3 +166,31 @@ def test_clocks_locked_before_the_sweep_and_never_stored_are_locked_again(fake_b
     assert board.state()["mode"] == 0 and board.state()["locked"] is True  # was: left unlocked, reported ok
     assert outcome.restore["clocks"] == {"ok": True, "detail": "locked again with jetson_clocks, as before the "
                                                                "sweep (they could not be stored)"}
+
+
+def test_samples_no_window_needs_are_dropped(monkeypatch):
+    """Every tegrastats sample of a sweep stayed in memory (about 4 KiB each: 40 KiB a second at the tests' 100 ms,
+    170 MB over six hours at 500 ms; benchmarks/long_sweep.py measured RSS growing 139 KiB per measurement)."""
+    from edgeattn.jetson.tegrastats import TegrastatsSampler
+    from edgeattn.sweep import runner
+    from edgeattn.sweep.results import ResultStore
+
+    sampler = TegrastatsSampler.__new__(TegrastatsSampler)
+    sampler._lock, sampler.interval_s, sampler.source = __import__("threading").Lock(), 0.1, "tegrastats"
+    sampler._samples = [(1000.0 + i, parse_line("VDD_IN 5000mW/5000mW")) for i in range(300)]
+    sampler._process = type("Running", (), {"poll": lambda self: None})()
+    tele = telemetry.Telemetry(power=sampler, board=sampler)
+
+    class _Store(ResultStore):
+        def save(self):
+            pass
+
+    pending = [{"window": {"start_unix": 1250.0, "end_unix": 1251.0}, "throughput_items_per_s": 1.0},
+               {"window": {"start_unix": 1290.0, "end_unix": 1400.0}, "throughput_items_per_s": 1.0}]
+    store = _Store("unused")
+    runner._flush(pending, tele, store, {"temp_limit_c": 85.0}, wait=False)
+    # the first row was covered and saved, the second still waits for samples after its end: what stays is from
+    # the margin before the oldest window still needed (the first row's end bounds it from below)
+    assert len(store.rows) == 1 and len(pending) == 1
+    kept = [t for t, _ in sampler.samples()]
+    assert min(kept) == 1251.0 - runner.KEEP_SAMPLES_S and len(kept) == 300 - (1251 - 60 - 1000)
