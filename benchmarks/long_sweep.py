@@ -54,6 +54,20 @@ def _rows(path):
         return None
 
 
+def _deep_size(value, seen=None):
+    """Bytes of ``value`` and everything it holds (sys.getsizeof summed over the containers' contents)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        size += sum(_deep_size(k, seen) + _deep_size(v, seen) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        size += sum(_deep_size(v, seen) for v in value)
+    return size
+
+
 def _fit(points):
     """Least-squares slope and intercept of y against x."""
     n = len(points)
@@ -125,6 +139,7 @@ def main(argv=None):
         fd_slope, _ = _fit([(s["measurements"], s["fds"]) for s in steady])
         rss_time_slope, _ = _fit([(s["t_s"], s["rss_kib"]) for s in steady])
         row_bytes = (len(json.dumps(rows)) / len(rows)) if rows else None
+        row_objects = (_deep_size(rows) / len(rows)) if rows else None
         # seconds per measurement early and late: results.json and .csv are rewritten in full after each one
         times = sorted(r["started_unix"] for r in rows)
         tenth = max(1, len(times) // 10)
@@ -147,6 +162,8 @@ def main(argv=None):
             "rss_slope_kib_per_minute": round(rss_time_slope * 60, 1) if rss_time_slope is not None else None,
             "fd_slope_per_1000_measurements": round(fd_slope * 1000, 3) if fd_slope is not None else None,
             "row_json_kib": round(row_bytes / 1024.0, 3) if row_bytes else None,
+            # what one row costs the sweep's memory as the Python objects it keeps (json.load builds the same)
+            "row_python_kib": round(row_objects / 1024.0, 3) if row_objects else None,
             "seconds_per_measurement": {"first_tenth": round(early, 4) if early else None,
                                         "last_tenth": round(late, 4) if late else None},
             "samples": samples if len(samples) <= 400 else samples[::max(1, len(samples) // 400)],
@@ -159,7 +176,8 @@ def main(argv=None):
                 handle.write("\n")
         summary = {k: record[k] for k in ("measurements", "elapsed_s", "rss_kib", "fds",
                                           "rss_slope_kib_per_measurement", "fd_slope_per_1000_measurements",
-                                          "row_json_kib", "seconds_per_measurement", "board_restored")}
+                                          "row_json_kib", "row_python_kib", "seconds_per_measurement",
+                                          "board_restored")}
         print(json.dumps(summary, indent=1))
         return 0 if returncode == 0 and len(rows) == planned else 1
     finally:
