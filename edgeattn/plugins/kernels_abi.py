@@ -26,6 +26,11 @@ PADDINGS = {"none": 0, "zeros": 1, "masked": 2}
 LITE_MLA_KERNELS = {"relu": 0, "quadratic_taylor": 1}
 #: edgeattn_kernel_path: which kernels run where a tensor-core kernel exists (also $EDGEATTN_KERNEL_PATH)
 KERNEL_PATHS = {"auto": 0, "scalar": 1, "tensor_core": 2, "tensor_core_warp": 3}
+#: edgeattn_set_thread_kernel_path's "follow the process-wide setting"
+KERNEL_PATH_INHERIT = -1
+#: edgeattn_op: the op calls the default kernel-path table distinguishes
+OPS = {"blockify_attention": 0, "efficient_attention": 1, "lite_mla_relu": 2, "lite_mla_quadratic_taylor": 3,
+       "soft_kernel_attention": 4}
 
 _c_int = ctypes.c_int
 _c_size = ctypes.c_size_t
@@ -41,6 +46,11 @@ _SIGNATURES = {
     "edgeattn_last_error": (ctypes.c_char_p, []),
     "edgeattn_set_kernel_path": (_c_int, [_c_int]),
     "edgeattn_get_kernel_path": (_c_int, []),
+    "edgeattn_set_thread_kernel_path": (_c_int, [_c_int]),
+    "edgeattn_get_thread_kernel_path": (_c_int, []),
+    "edgeattn_device_arch": (_c_int, [ctypes.POINTER(_c_int), ctypes.POINTER(_c_int)]),
+    "edgeattn_kernel_paths": (_c_int, [_c_int] * 4 + [ctypes.POINTER(_c_int), _c_int]),
+    "edgeattn_default_kernel_path": (_c_int, [_c_int] * 4),
     "edgeattn_blockify_attention_workspace_size": (_c_size, [_c_int] * 6),
     "edgeattn_blockify_attention": (
         _c_int, [_c_ptr] * 6 + [_c_int] * 6 + [_c_float, _c_int, _c_int, _c_ptr]),
@@ -138,6 +148,45 @@ class KernelsLibrary(object):
         value = self._lib.edgeattn_get_kernel_path()
         names = {number: name for name, number in KERNEL_PATHS.items()}
         return names.get(value, value)
+
+    def set_thread_kernel_path(self, path, check=True):
+        """The calling thread's kernel path (wins over the process-wide one): a name, a value, or "inherit"."""
+        value = KERNEL_PATH_INHERIT if path == "inherit" else KERNEL_PATHS.get(path, path)
+        status = self._lib.edgeattn_set_thread_kernel_path(value)
+        return self._finish("edgeattn_set_thread_kernel_path", status, check)
+
+    def thread_kernel_path(self):
+        """The calling thread's setting as a name ("inherit", "auto", ...), or the raw value if unknown."""
+        value = self._lib.edgeattn_get_thread_kernel_path()
+        names = {number: name for name, number in KERNEL_PATHS.items()}
+        names[KERNEL_PATH_INHERIT] = "inherit"
+        return names.get(value, value)
+
+    def device_arch(self):
+        """(compute capability, code arch) of the current device, e.g. (87, 87); raises KernelError without one."""
+        capability, code = _c_int(0), _c_int(0)
+        self._finish("edgeattn_device_arch", self._lib.edgeattn_device_arch(ctypes.byref(capability),
+                                                                             ctypes.byref(code)), True)
+        return capability.value, code.value
+
+    def kernel_paths(self, op, dtype, compute_capability, code_arch=None):
+        """Names of the paths a call of ``op`` (an OPS name) with ``dtype`` can run on that device, scalar first."""
+        code_arch = compute_capability if code_arch is None else code_arch
+        buffer = (_c_int * 8)()
+        count = self._lib.edgeattn_kernel_paths(OPS.get(op, op), DTYPES.get(dtype, dtype), compute_capability,
+                                                code_arch, buffer, len(buffer))
+        if count < 0:
+            raise KernelError("edgeattn_kernel_paths", -count, self.last_error())
+        names = {number: name for name, number in KERNEL_PATHS.items()}
+        return [names.get(value, value) for value in buffer[:min(count, len(buffer))]]
+
+    def default_kernel_path(self, op, batch, compute_capability, code_arch=None):
+        """The path name AUTO takes for a call of ``op`` at ``batch`` on that device (the default table)."""
+        code_arch = compute_capability if code_arch is None else code_arch
+        value = self._lib.edgeattn_default_kernel_path(OPS.get(op, op), batch, compute_capability, code_arch)
+        if value < 0:
+            raise KernelError("edgeattn_default_kernel_path", -value, self.last_error())
+        return {number: name for name, number in KERNEL_PATHS.items()}.get(value, value)
 
     def _finish(self, function, status, check):
         if check and status != STATUS_SUCCESS:

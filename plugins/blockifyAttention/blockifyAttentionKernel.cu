@@ -849,7 +849,7 @@ extern "C" EDGEATTN_API int edgeattn_blockify_attention(const void* q, const voi
     dim3 const grid(static_cast<unsigned>(windows), static_cast<unsigned>(num_heads), static_cast<unsigned>(batch));
     params.problems = windows * num_heads * batch;
     KernelPath path = KernelPath::kScalar;
-    int status = chooseKernelPath(__func__, hasTensorCoreKernel, &path);
+    int status = chooseKernelPath(__func__, KernelCall{EDGEATTN_OP_BLOCKIFY_ATTENTION, batch}, hasTensorCoreKernel, &path);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;

@@ -1,5 +1,7 @@
 /*
- * Kernel path selection (kernelPath.h) and its C ABI: edgeattn_set_kernel_path / edgeattn_get_kernel_path.
+ * Kernel path selection (kernelPath.h) and its C ABI: the process-wide and per-thread settings, the device query, the
+ * paths each op can run per arch (what the TensorRT >= 10 plugins offer as tactics) and the default table (what AUTO
+ * and TensorRT 8.x run).
  */
 #include "kernelPath.h"
 
@@ -23,6 +25,90 @@ __global__ void kernelPathProbeKernel() {}
 
 constexpr int kPathInvalidEnvironment = -1;
 constexpr int kCachedDevices = 64;
+
+//! Every kernel path and where it can run: the device and the library's code for it at least minArch, FP16 I/O only
+//! where the path has no FP32 kernels, only in a build with tensor-core kernels where it needs them, and only for the
+//! op that has it (op -1: every op).
+struct PathRow
+{
+    int path;
+    int minArch;
+    bool fp16Only;
+    bool tensorCoreBuild;
+    int op;
+};
+
+constexpr PathRow kPaths[] = {
+    {EDGEATTN_KERNEL_PATH_SCALAR, 0, false, false, -1},
+    {EDGEATTN_KERNEL_PATH_TENSOR_CORE, kMinTensorCoreArch, true, true, -1},
+    // blockify's one-warp-per-window kernel beside the pipelined one; the other ops have one tensor-core kernel
+    {EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP, kMinTensorCoreArch, true, true, EDGEATTN_OP_BLOCKIFY_ATTENTION},
+};
+
+/*
+ * What AUTO runs (and TensorRT 8.x, which has no plugin tactics; TensorRT >= 10's tactic 0): per op, the path of the
+ * last row whose minArch and minBatch the call reaches, else the scalar kernels. Source: the tensor-core / scalar
+ * ratios of the first GPU run (H200, sm_90, FP16, CUDA-graph timed, the CSWin-T24181 stage shapes, kernels at commit
+ * 2e62b91: benchmarks/results/kernels_gpu_h200.md), applied to every sm_80+ device until one of those is measured:
+ * blockify 1.79x (batch 1) / 1.97x (batch 64) and SOFT 1.05x / 1.23x take the tensor cores; EFFATT 0.65x / 0.92x and
+ * LiteMLA-QT 0.55x / 0.74x stay scalar; LiteMLA ReLU (0.75x at batch 1, 1.34x at 64) takes them from batch 64.
+ */
+struct DefaultRow
+{
+    int op;
+    int minArch;
+    int minBatch;
+    int path;
+};
+
+constexpr DefaultRow kDefaultPaths[] = {
+    {EDGEATTN_OP_BLOCKIFY_ATTENTION, kMinTensorCoreArch, 1, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
+    {EDGEATTN_OP_LITE_MLA_RELU, kMinTensorCoreArch, 64, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
+    {EDGEATTN_OP_SOFT_KERNEL_ATTENTION, kMinTensorCoreArch, 1, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
+};
+
+bool knownOp(int op)
+{
+    return op >= EDGEATTN_OP_BLOCKIFY_ATTENTION && op <= EDGEATTN_OP_SOFT_KERNEL_ATTENTION;
+}
+
+bool pathRuns(PathRow const& row, int op, int dtype, int computeCapability, int codeArch)
+{
+    return (row.op < 0 || row.op == op) && computeCapability >= row.minArch && codeArch >= row.minArch
+        && (!row.fp16Only || dtype == EDGEATTN_DTYPE_FLOAT16) && (!row.tensorCoreBuild || EDGEATTN_TENSOR_CORES);
+}
+
+PathRow const* findPath(int path)
+{
+    for (PathRow const& row : kPaths)
+    {
+        if (row.path == path)
+        {
+            return &row;
+        }
+    }
+    return nullptr;
+}
+
+//! The default table's path, if it can run there (any dtype: the launcher knows whether the call has its kernel).
+int defaultPath(int op, int batch, int computeCapability, int codeArch)
+{
+    int path = EDGEATTN_KERNEL_PATH_SCALAR;
+    for (DefaultRow const& row : kDefaultPaths)
+    {
+        if (row.op == op && computeCapability >= row.minArch && codeArch >= row.minArch && batch >= row.minBatch)
+        {
+            path = row.path;
+        }
+    }
+    PathRow const* const row = findPath(path);
+    bool const runs = row != nullptr && computeCapability >= row->minArch && codeArch >= row->minArch
+        && (!row->tensorCoreBuild || EDGEATTN_TENSOR_CORES);
+    return runs ? path : EDGEATTN_KERNEL_PATH_SCALAR;
+}
+
+//! The calling thread's setting (EDGEATTN_KERNEL_PATH_INHERIT: the process-wide one decides).
+thread_local int tThreadPath = EDGEATTN_KERNEL_PATH_INHERIT;
 
 //! 0 = not queried yet, else 1 + computeCapability * 1024 + codeArch.
 std::atomic<int> gArchCache[kCachedDevices];
@@ -112,10 +198,11 @@ int currentDeviceArch(char const* function, DeviceArch* arch)
     return EDGEATTN_STATUS_SUCCESS;
 }
 
-int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath* path)
+int chooseKernelPath(char const* function, KernelCall call, bool hasTensorCoreKernel, KernelPath* path)
 {
     *path = KernelPath::kScalar;
-    int const setting = pathSetting().load(std::memory_order_relaxed);
+    int const setting
+        = tThreadPath != EDGEATTN_KERNEL_PATH_INHERIT ? tThreadPath : pathSetting().load(std::memory_order_relaxed);
     EDGEATTN_CHECK_ARG(setting != kPathInvalidEnvironment, EDGEATTN_STATUS_INVALID_ARGUMENT,
         "EDGEATTN_KERNEL_PATH=\"%s\" is not auto, scalar, tensor_core or tensor_core_warp", gEnvironmentValue);
     if (setting == EDGEATTN_KERNEL_PATH_SCALAR || !hasTensorCoreKernel)
@@ -124,6 +211,7 @@ int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath*
     }
     bool const forced = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE || setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP;
 #if !EDGEATTN_TENSOR_CORES
+    (void) call;
     EDGEATTN_CHECK_ARG(!forced, EDGEATTN_STATUS_UNSUPPORTED,
         "the tensor-core path is forced but this library was built without tensor-core kernels "
         "(EDGEATTN_TENSOR_CORES=OFF, or no arch >= 80 in EDGEATTN_CUDA_ARCHS)");
@@ -142,7 +230,9 @@ int chooseKernelPath(char const* function, bool hasTensorCoreKernel, KernelPath*
         "the tensor-core path is forced but this library's code for the sm_%d device was compiled for compute_%d "
         "(add an arch >= %d to EDGEATTN_CUDA_ARCHS)",
         arch.computeCapability, arch.codeArch, kMinTensorCoreArch);
-    if (arch.computeCapability >= kMinTensorCoreArch && arch.codeArch >= kMinTensorCoreArch)
+    bool const tensorCore = forced
+        || defaultPath(call.op, call.batch, arch.computeCapability, arch.codeArch) == EDGEATTN_KERNEL_PATH_TENSOR_CORE;
+    if (tensorCore)
     {
         *path = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP ? KernelPath::kTensorCoreWarp : KernelPath::kTensorCore;
     }
@@ -166,4 +256,71 @@ extern "C" EDGEATTN_API int edgeattn_set_kernel_path(int path)
 extern "C" EDGEATTN_API int edgeattn_get_kernel_path(void)
 {
     return edgeattn::kernels::pathSetting().load(std::memory_order_relaxed);
+}
+
+extern "C" EDGEATTN_API int edgeattn_set_thread_kernel_path(int path)
+{
+    EDGEATTN_CHECK_ARG(path == EDGEATTN_KERNEL_PATH_INHERIT || path == EDGEATTN_KERNEL_PATH_AUTO
+            || edgeattn::kernels::findPath(path) != nullptr,
+        EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "thread kernel path %d is not inherit (-1), auto (0), scalar (1), tensor_core (2) or tensor_core_warp (3)",
+        path);
+    edgeattn::kernels::tThreadPath = path;
+    return edgeattn::kernels::succeed();
+}
+
+extern "C" EDGEATTN_API int edgeattn_get_thread_kernel_path(void)
+{
+    return edgeattn::kernels::tThreadPath;
+}
+
+extern "C" EDGEATTN_API int edgeattn_device_arch(int* compute_capability, int* code_arch)
+{
+    EDGEATTN_CHECK_ARG(compute_capability != nullptr && code_arch != nullptr, EDGEATTN_STATUS_INVALID_ARGUMENT,
+        "null output pointer");
+    edgeattn::kernels::DeviceArch arch;
+    int const status = edgeattn::kernels::currentDeviceArch(__func__, &arch);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    *compute_capability = arch.computeCapability;
+    *code_arch = arch.codeArch;
+    return edgeattn::kernels::succeed();
+}
+
+extern "C" EDGEATTN_API int edgeattn_kernel_paths(
+    int op, int dtype, int compute_capability, int code_arch, int* paths, int capacity)
+{
+    if (!edgeattn::kernels::knownOp(op) || (dtype != EDGEATTN_DTYPE_FLOAT32 && dtype != EDGEATTN_DTYPE_FLOAT16)
+        || capacity < 0 || (paths == nullptr && capacity > 0))
+    {
+        return -edgeattn::kernels::fail(EDGEATTN_STATUS_INVALID_ARGUMENT, __func__,
+            "op %d, dtype %d, capacity %d: not an edgeattn_op, an edgeattn_dtype and a buffer", op, dtype, capacity);
+    }
+    int count = 0;
+    for (edgeattn::kernels::PathRow const& row : edgeattn::kernels::kPaths)
+    {
+        if (edgeattn::kernels::pathRuns(row, op, dtype, compute_capability, code_arch))
+        {
+            if (count < capacity)
+            {
+                paths[count] = row.path;
+            }
+            ++count;
+        }
+    }
+    edgeattn::kernels::succeed();
+    return count;
+}
+
+extern "C" EDGEATTN_API int edgeattn_default_kernel_path(int op, int batch, int compute_capability, int code_arch)
+{
+    if (!edgeattn::kernels::knownOp(op) || batch < 0)
+    {
+        return -edgeattn::kernels::fail(
+            EDGEATTN_STATUS_INVALID_ARGUMENT, __func__, "op %d, batch %d: not an edgeattn_op and a batch", op, batch);
+    }
+    edgeattn::kernels::succeed();
+    return edgeattn::kernels::defaultPath(op, batch, compute_capability, code_arch);
 }

@@ -7,6 +7,7 @@
  *   explicit Op(AttributeValues values);                 validates attribute combinations (throws PluginError)
  *   AttributeValues const& attributes() const;           what gets serialized
  *   int32_t nbInputs() const;                            inputs for these attributes (e.g. 3 or 5 with LePE)
+ *   int kernelOp() const;                                the edgeattn_op of its kernel call (kernel-path tactics)
  *   OutputShapeRule outputShapeRule() const;             output 0 dims in terms of input 0 dims
  *   std::string checkShapes(TensorShape const*, int32_t) const;   "" or why the shapes break the contract
  *                                                        (dimensions < 0 are unknown and skipped)

@@ -97,6 +97,51 @@ int toKernelDtype(nvinfer1::DataType type)
     }
 }
 
+std::vector<int32_t> deviceKernelPathTactics(int op, int dtype)
+{
+    int computeCapability = 0;
+    int codeArch = 0;
+    int const status = edgeattn_device_arch(&computeCapability, &codeArch);
+    PLUGIN_CHECK(status == EDGEATTN_STATUS_SUCCESS,
+        "cannot query the device for its kernel paths: " << edgeattn_status_string(status) << ": "
+                                                          << edgeattn_last_error());
+    int32_t paths[16] = {};
+    int const count = edgeattn_kernel_paths(op, dtype, computeCapability, codeArch, paths, 16);
+    PLUGIN_CHECK(count >= 0 && count <= 16, "edgeattn_kernel_paths failed: " << edgeattn_last_error());
+    return std::vector<int32_t>(paths, paths + count);
+}
+
+bool isKernelPathTactic(int op, int32_t tactic)
+{
+    if (tactic == 0)
+    {
+        return true;
+    }
+    // Every path this build has: the FP16 list on a device beyond every path's minimum arch.
+    int constexpr kAnyArch = 1000;
+    int32_t paths[16] = {};
+    int const count = edgeattn_kernel_paths(op, EDGEATTN_DTYPE_FLOAT16, kAnyArch, kAnyArch, paths, 16);
+    for (int i = 0; i < count && i < 16; ++i)
+    {
+        if (paths[i] == tactic)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+ScopedTactic::ScopedTactic(int32_t tactic)
+    : mPrevious(edgeattn_get_thread_kernel_path())
+{
+    edgeattn_set_thread_kernel_path(tactic == 0 ? EDGEATTN_KERNEL_PATH_INHERIT : tactic);
+}
+
+ScopedTactic::~ScopedTactic()
+{
+    edgeattn_set_thread_kernel_path(mPrevious);
+}
+
 std::vector<FieldView> toFieldViews(nvinfer1::PluginFieldCollection const* collection)
 {
     PLUGIN_CHECK(collection != nullptr, "the plugin field collection is null");

@@ -75,6 +75,31 @@ bool supportsLinearSameType(nvinfer1::PluginTensorDesc const& desc, nvinfer1::Pl
 nvinfer1::DimsExprs outputDims(
     OutputShapeRule rule, nvinfer1::DimsExprs const& input, nvinfer1::IExprBuilder& exprBuilder);
 
+// ---- kernel paths as TensorRT tactics (IPluginV3OneBuild::getValidTactics, IPluginV3OneRuntime::setTactic) ------
+
+//! The kernel paths (edgeattn_kernel_path values, used as the tactic values: all non-zero) a call of `op`
+//! (edgeattn_op) with `dtype` can run on the current device in this library, scalar first. Throws PluginError when the
+//! device cannot be queried.
+std::vector<int32_t> deviceKernelPathTactics(int op, int dtype);
+
+//! Whether setTactic may take `tactic`: 0 (TensorRT's default tactic: the kernels' default table decides) or a kernel
+//! path of this library on some device.
+bool isKernelPathTactic(int op, int32_t tactic);
+
+//! Makes `tactic` the calling thread's kernel path (edgeattn_set_thread_kernel_path; 0 leaves the process-wide
+//! setting in charge) for one launch, and restores the previous thread setting when it goes out of scope.
+class ScopedTactic
+{
+public:
+    explicit ScopedTactic(int32_t tactic);
+    ~ScopedTactic();
+    ScopedTactic(ScopedTactic const&) = delete;
+    ScopedTactic& operator=(ScopedTactic const&) = delete;
+
+private:
+    int mPrevious;
+};
+
 // ---- fields --------------------------------------------------------------------------------------------------
 
 //! getFieldNames() of a creator: exactly the schema attributes, in schema order, with their TensorRT types.

@@ -12,7 +12,9 @@
 
 #include "common/pluginCommon.h"
 #include "common/pluginError.h"
+#include "edgeattn/kernels.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -48,6 +50,8 @@ public:
     PluginV3(PluginV3 const& other)
         : mOp(other.mOp)
         , mNamespace(other.mNamespace)
+        , mDtype(other.mDtype)
+        , mTactic(other.mTactic)
     {
     }
 
@@ -159,11 +163,45 @@ public:
             }
             std::string const problem = mOp.checkShapes(shapes.data(), nbInputs);
             PLUGIN_CHECK(problem.empty(), problem);
+            mDtype = toKernelDtype(in[0].desc.type);
             return 0;
         }
         catch (std::exception const& error)
         {
             logException<Op>("configurePlugin", error);
+        }
+        return -1;
+    }
+
+    // Tactics: the kernel paths the device can run for the configured format (TensorRT times each and records the
+    // winner in the engine; at runtime it calls setTactic with it before enqueue). Tactic 0, TensorRT's default, is
+    // the kernels' default table (what TensorRT 8.x runs).
+    int32_t getNbTactics() noexcept override
+    {
+        try
+        {
+            return static_cast<int32_t>(deviceKernelPathTactics(mOp.kernelOp(), configuredDtype()).size());
+        }
+        catch (std::exception const& error)
+        {
+            logException<Op>("getNbTactics", error);
+        }
+        return 0;
+    }
+
+    int32_t getValidTactics(int32_t* tactics, int32_t nbTactics) noexcept override
+    {
+        try
+        {
+            std::vector<int32_t> const paths = deviceKernelPathTactics(mOp.kernelOp(), configuredDtype());
+            PLUGIN_CHECK(tactics != nullptr && nbTactics == static_cast<int32_t>(paths.size()),
+                "expected a buffer for " << paths.size() << " tactics, got " << nbTactics);
+            std::copy(paths.begin(), paths.end(), tactics);
+            return 0;
+        }
+        catch (std::exception const& error)
+        {
+            logException<Op>("getValidTactics", error);
         }
         return -1;
     }
@@ -189,6 +227,22 @@ public:
     }
 
     // IPluginV3OneRuntime
+    int32_t setTactic(int32_t tactic) noexcept override
+    {
+        try
+        {
+            PLUGIN_CHECK(isKernelPathTactic(mOp.kernelOp(), tactic),
+                "tactic " << tactic << " is not 0 (default) or a kernel path of this library");
+            mTactic = tactic;
+            return 0;
+        }
+        catch (std::exception const& error)
+        {
+            logException<Op>("setTactic", error);
+        }
+        return -1;
+    }
+
     int32_t onShapeChange(nvinfer1::PluginTensorDesc const* in, int32_t nbInputs, nvinfer1::PluginTensorDesc const* out,
         int32_t nbOutputs) noexcept override
     {
@@ -228,8 +282,12 @@ public:
             int const dtype = toKernelDtype(inputDesc[0].type);
             PLUGIN_CHECK(dtype >= 0, "input 0 is neither FP32 nor FP16");
             size_t const workspaceBytes = mOp.workspaceSize(shapes.data(), nbInputs);
-            int const status = mOp.enqueue(shapes.data(), nbInputs, dtype, inputs, outputs, workspace, workspaceBytes,
-                reinterpret_cast<void*>(stream));
+            int status = 0;
+            {
+                ScopedTactic const path(mTactic);
+                status = mOp.enqueue(shapes.data(), nbInputs, dtype, inputs, outputs, workspace, workspaceBytes,
+                    reinterpret_cast<void*>(stream));
+            }
             PLUGIN_CHECK(status == 0, describeKernelFailure(Op::spec().name, status));
             return 0;
         }
@@ -263,10 +321,23 @@ public:
         return mOp;
     }
 
+    int32_t tactic() const
+    {
+        return mTactic;
+    }
+
 private:
+    //! Before configurePlugin, the FP16 list (every path's).
+    int configuredDtype() const
+    {
+        return mDtype >= 0 ? mDtype : EDGEATTN_DTYPE_FLOAT16;
+    }
+
     Op mOp;
     std::string mNamespace;
     SerializedFields mSerialized;
+    int mDtype = -1;     // edgeattn_dtype of the last configurePlugin
+    int32_t mTactic = 0; // the kernel path TensorRT chose (setTactic); 0 = the default table
 };
 
 template <class Op>

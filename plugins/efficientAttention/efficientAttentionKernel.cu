@@ -82,7 +82,7 @@ extern "C" EDGEATTN_API int edgeattn_efficient_attention(const void* q, const vo
     bool const hasTensorCoreKernel = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16
         && planLinearAttentionMma(tokens, headDim, headDim, true, FeatureMap::kSoftmax, &mmaPlan);
     return launchOnKernelPath(
-        __func__, hasTensorCoreKernel,
+        __func__, KernelCall{EDGEATTN_OP_EFFICIENT_ATTENTION, batch}, hasTensorCoreKernel,
         [&](char const* function) {
             return launchLinearAttentionMma<FeatureMap::kSoftmax, true>(
                 params, plan, mmaPlan, batch, workspace, cudaStream, function);

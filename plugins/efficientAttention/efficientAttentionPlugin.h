@@ -7,6 +7,7 @@
 
 #include "common/attributeSpec.h"
 #include "common/opInterface.h"
+#include "edgeattn/kernels.h"
 
 namespace edgeattn
 {
@@ -22,6 +23,12 @@ public:
     int32_t nbInputs() const
     {
         return 3;
+    }
+
+    //! The default kernel-path table's row (edgeattn_op).
+    int kernelOp() const
+    {
+        return EDGEATTN_OP_EFFICIENT_ATTENTION;
     }
 
     std::string checkShapes(TensorShape const* inputs, int32_t nbInputs) const;

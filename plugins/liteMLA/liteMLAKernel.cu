@@ -124,7 +124,8 @@ extern "C" EDGEATTN_API int edgeattn_lite_mla(const void* qkv, void* out, int ba
         && planLinearAttentionMma(static_cast<int>(tokens), head_dim, featureDim, false,
             quadratic ? FeatureMap::kQuadraticTaylor : FeatureMap::kRelu, &mmaPlan);
     return launchOnKernelPath(
-        __func__, hasTensorCoreKernel,
+        __func__, KernelCall{quadratic ? EDGEATTN_OP_LITE_MLA_QUADRATIC_TAYLOR : EDGEATTN_OP_LITE_MLA_RELU, batch},
+        hasTensorCoreKernel,
         [&](char const* function) {
             return quadratic ? launchLinearAttentionMma<FeatureMap::kQuadraticTaylor, false>(
                        params, plan, mmaPlan, batch, workspace, cudaStream, function)

@@ -7,6 +7,7 @@
 
 #include "common/attributeSpec.h"
 #include "common/opInterface.h"
+#include "edgeattn/kernels.h"
 
 #include <vector>
 
@@ -33,6 +34,13 @@ public:
         rule.dividedAxis = 1;
         rule.divisor = 3;
         return rule;
+    }
+
+    //! The default kernel-path table's row (edgeattn_op): ReLU and QT have their own.
+    int kernelOp() const
+    {
+        return mKernel == EDGEATTN_LITE_MLA_QUADRATIC_TAYLOR ? EDGEATTN_OP_LITE_MLA_QUADRATIC_TAYLOR
+                                                             : EDGEATTN_OP_LITE_MLA_RELU;
     }
 
     std::string checkShapes(TensorShape const* inputs, int32_t nbInputs) const;

@@ -1513,7 +1513,7 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     bool const hasTensorCoreKernel
         = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16 && softHasTensorCoreKernel(headDim);
     return launchOnKernelPath(
-        __func__, hasTensorCoreKernel,
+        __func__, KernelCall{EDGEATTN_OP_SOFT_KERNEL_ATTENTION, batch}, hasTensorCoreKernel,
         [&](char const* function) { return launchSoftMma(params, plan, batch, cudaStream, function); },
         [&](char const* function) {
             return dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, function)

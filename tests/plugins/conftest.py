@@ -8,7 +8,8 @@ import tempfile
 
 import pytest
 
-from plugin_test_utils import CI_ARCHS, PLUGINS_DIR, build_lock, cmake_build, find_nvcc, kernel_sources_digest
+from plugin_test_utils import (CI_ARCHS, PLUGINS_DIR, build_lock, cmake_build, find_nvcc, find_nvcc_11_8,
+                               kernel_sources_digest)
 
 
 @pytest.fixture(scope="session")
@@ -27,12 +28,13 @@ def cmake():
     return path
 
 
-def _cached_kernels_build(nvcc, archs):
+def _cached_kernels_build(nvcc, archs, defines=None):
     """Build libedgeattn_kernels.so for ``archs`` once; cached in the temp dir under a hash of the plugin sources,
     the nvcc version and the archs (EDGEATTN_REBUILD_KERNELS=1 forces a rebuild). nvcc keeps the PTX it compiles
     for every source and arch on the way (``--keep``; the library is the same), which the PTX tests read: compiling
     that PTX again took ~45 s of CPU on a machine without the cache."""
-    digest = kernel_sources_digest(nvcc, archs, "ptx kept")
+    defines = dict(defines or {})
+    digest = kernel_sources_digest(nvcc, archs, "ptx kept", *([sorted(defines.items())] if defines else []))
     cache_dir = os.path.join(tempfile.gettempdir(), "edgeattn-kernels-" + digest)
     library = os.path.join(cache_dir, "libedgeattn_kernels.so")
     marker = os.path.join(cache_dir, "BUILD_OK")
@@ -44,8 +46,8 @@ def _cached_kernels_build(nvcc, archs):
             os.mkdir(intermediates)
             try:
                 configured, built = cmake_build(
-                    PLUGINS_DIR, build_dir, {"EDGEATTN_CUDA_ARCHS": archs, "EDGEATTN_KERNELS_ONLY": "ON",
-                                             "CMAKE_CUDA_FLAGS": "--keep --keep-dir=" + intermediates})
+                    PLUGINS_DIR, build_dir, dict(defines, EDGEATTN_CUDA_ARCHS=archs, EDGEATTN_KERNELS_ONLY="ON",
+                                                 CMAKE_CUDA_FLAGS="--keep --keep-dir=" + intermediates), nvcc=nvcc)
                 assert configured.returncode == 0, "cmake configure failed:\n" + configured.output[-4000:]
                 assert built.returncode == 0, "kernels build failed:\n" + built.output[-6000:]
                 built_library = os.path.join(build_dir, "libedgeattn_kernels.so")
@@ -96,3 +98,21 @@ def gpu_kernels_library():
     if nvcc is None or shutil.which("cmake") is None:
         pytest.skip("set EDGEATTN_KERNELS_LIB or install nvcc and cmake to build the kernels for this GPU")
     return _cached_kernels_build(nvcc, "native")["library"]
+
+
+#: the archs of the JetPack lines' GPUs a CUDA 11.x nvcc builds: Nano (sm_53), Xavier (sm_72), Orin (sm_87)
+JETSON_ARCHS = "53;72;87"
+
+
+@pytest.fixture(scope="session")
+def cuda_11_8_kernels_build(cmake):
+    """libedgeattn_kernels.so built by Debian's CUDA 11.8 nvcc (.ci/install_cuda_11_8.sh; $EDGEATTN_NVCC_11_8) for
+    sm_53, sm_72 and sm_87, with g++-11 as its host compiler (CUDA 11.8 refuses gcc 12). Cached like kernels_build."""
+    nvcc = find_nvcc_11_8()
+    if nvcc is None:
+        pytest.skip("no CUDA 11.8 nvcc: run .ci/install_cuda_11_8.sh or set EDGEATTN_NVCC_11_8")
+    host = shutil.which("g++-11")
+    if host is None:
+        pytest.skip("CUDA 11.8's nvcc needs a host g++ <= 11 (g++-11: .ci/install_cuda_11_8.sh installs it)")
+    build = _cached_kernels_build(nvcc, JETSON_ARCHS, {"CMAKE_CUDA_HOST_COMPILER": host})
+    return dict(build, nvcc=nvcc)

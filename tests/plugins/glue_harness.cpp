@@ -218,6 +218,20 @@ Fn realLauncher(char const* name)
     return reinterpret_cast<Fn>(symbol);
 }
 
+//! The spied call's JSON object with the calling thread's kernel path at the time of the call (the real library's
+//! edgeattn_get_thread_kernel_path: a plugin's tactic, -1 = the process-wide setting decides).
+std::string withPath(std::string const& json)
+{
+    return json.substr(0, json.size() - 1) + ", \"thread_path\": " + std::to_string(edgeattn_get_thread_kernel_path())
+        + "}";
+}
+
+// The device TensorRT would build on: edgeattn_device_arch is interposed like the launchers. Outside fake mode it
+// forwards to libedgeattn_kernels.so (no GPU here: a CUDA error); in fake mode it reports gFakeArch.
+bool gFakeDevice = false;
+int gFakeCapability = 0;
+int gFakeCodeArch = 0;
+
 std::string floatsJson(float const* values, int count)
 {
     std::ostringstream out;
@@ -231,6 +245,17 @@ std::string floatsJson(float const* values, int count)
 }
 
 } // namespace
+
+extern "C" int edgeattn_device_arch(int* compute_capability, int* code_arch)
+{
+    if (!gFakeDevice)
+    {
+        return realLauncher<decltype(&edgeattn_device_arch)>("edgeattn_device_arch")(compute_capability, code_arch);
+    }
+    *compute_capability = gFakeCapability;
+    *code_arch = gFakeCodeArch;
+    return EDGEATTN_STATUS_SUCCESS;
+}
 
 extern "C" int edgeattn_blockify_attention(const void* q, const void* k, const void* v, const void* lepe_weight,
     const void* lepe_bias, void* out, int batch, int height, int width, int channels, int num_heads, int window_size,
@@ -248,7 +273,7 @@ extern "C" int edgeattn_blockify_attention(const void* q, const void* k, const v
          << channels << ", \"num_heads\": " << num_heads << ", \"window_size\": " << window_size << ", \"scale\": "
          << scale << ", \"padding\": " << padding << ", \"dtype\": " << dtype << ", \"lepe\": "
          << (lepe_weight != nullptr && lepe_bias != nullptr ? "true" : "false") << "}";
-    gSpyCall = json.str();
+    gSpyCall = withPath(json.str());
     return gSpyStatus;
 }
 
@@ -264,7 +289,7 @@ extern "C" int edgeattn_efficient_attention(const void* q, const void* k, const 
     json << "{\"batch\": " << batch << ", \"tokens\": " << tokens << ", \"channels\": " << channels
          << ", \"num_heads\": " << num_heads << ", \"dtype\": " << dtype << ", \"workspace_bytes\": " << workspace_bytes
          << "}";
-    gSpyCall = json.str();
+    gSpyCall = withPath(json.str());
     return gSpyStatus;
 }
 
@@ -285,7 +310,7 @@ extern "C" int edgeattn_lite_mla(const void* qkv, void* out, int batch, int chan
          << eps << ", \"qt_count\": " << qt_count << ", \"qt_alpha\": " << floatsJson(qt_alpha, qt_count)
          << ", \"qt_beta\": " << floatsJson(qt_beta, qt_count) << ", \"qt_gamma\": " << floatsJson(qt_gamma, qt_count)
          << ", \"dtype\": " << dtype << ", \"workspace_bytes\": " << workspace_bytes << "}";
-    gSpyCall = json.str();
+    gSpyCall = withPath(json.str());
     return gSpyStatus;
 }
 
@@ -304,7 +329,7 @@ extern "C" int edgeattn_soft_kernel_attention(const void* q, const void* landmar
          << ", \"channels\": " << channels << ", \"num_heads\": " << num_heads << ", \"newton_iters\": " << newton_iters
          << ", \"symmetric_norm\": " << symmetric_norm << ", \"dtype\": " << dtype << ", \"workspace_bytes\": "
          << workspace_bytes << "}";
-    gSpyCall = json.str();
+    gSpyCall = withPath(json.str());
     return gSpyStatus;
 }
 
@@ -900,6 +925,154 @@ std::string extraChecks(CreatorEntry const& entry, Scenario const& scenario)
     return out.str();
 }
 
+#if EDGEATTN_PLUGIN_V3
+std::string intsJson(std::vector<int32_t> const& values)
+{
+    std::ostringstream out;
+    out << "[";
+    for (size_t i = 0; i < values.size(); ++i)
+    {
+        out << (i ? ", " : "") << values[i];
+    }
+    return out.str() + "]";
+}
+
+//! The kernel paths as TensorRT tactics, the way a TensorRT >= 10 build and runtime use them: the tactics offered
+//! per (faked) device and data type after configurePlugin, setTactic's verdicts, which path the launcher is called
+//! under (spied) for a tactic, tactic 0, a clone and attachToContext, and an engine round trip (serialized fields ->
+//! createPlugin(kRUNTIME) -> setTactic with the recorded tactic, as the runtime does -> attachToContext -> enqueue).
+std::string tacticChecks(CreatorEntry const& entry, Scenario const& scenario)
+{
+    std::ostringstream out;
+    int32_t const nbInputs = static_cast<int32_t>(scenario.inputDims.size());
+    PluginFieldCollection fc;
+    fc.nbFields = static_cast<int32_t>(scenario.fields.size());
+    fc.fields = scenario.fields.data();
+    auto* creator = static_cast<IPluginCreatorV3One*>(entry.creator);
+    auto build = [](IPluginV3* plugin) {
+        return static_cast<IPluginV3OneBuild*>(plugin->getCapabilityInterface(PluginCapabilityType::kBUILD));
+    };
+    auto runtime = [](IPluginV3* plugin) {
+        return static_cast<IPluginV3OneRuntime*>(plugin->getCapabilityInterface(PluginCapabilityType::kRUNTIME));
+    };
+    auto configure = [&](IPluginV3* plugin, DataType type) {
+        std::vector<DynamicPluginTensorDesc> descs;
+        for (auto const& d : scenario.inputDims)
+        {
+            descs.push_back(dynamicDesc(d, type));
+        }
+        DynamicPluginTensorDesc outDesc = dynamicDesc(scenario.inputDims[0], type);
+        return build(plugin)->configurePlugin(descs.data(), nbInputs, &outDesc, 1);
+    };
+    auto offered = [&](IPluginV3* plugin, int32_t* status) {
+        int32_t const count = build(plugin)->getNbTactics();
+        std::vector<int32_t> tactics(static_cast<size_t>(count > 0 ? count : 0), 0);
+        *status = build(plugin)->getValidTactics(tactics.data(), count);
+        return tactics;
+    };
+
+    // tactics offered per device (compute capability, code arch) and data type
+    struct Device
+    {
+        char const* label;
+        int capability;
+        int codeArch;
+    };
+    Device const devices[] = {{"sm_53", 53, 53}, {"sm_72", 72, 72}, {"sm_75", 75, 75}, {"sm_80", 80, 80},
+        {"sm_87", 87, 87}, {"sm_87_code_72", 87, 72}, {"sm_90", 90, 90}};
+    std::unique_ptr<IPluginV3> plugin(creator->createPlugin("node", &fc, TensorRTPhase::kBUILD));
+    out << "\"offered\": {";
+    for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); ++i)
+    {
+        gFakeDevice = true;
+        gFakeCapability = devices[i].capability;
+        gFakeCodeArch = devices[i].codeArch;
+        out << (i ? ", " : "") << quote(devices[i].label) << ": {";
+        char const* const types[] = {"fp16", "fp32"};
+        for (int t = 0; t < 2; ++t)
+        {
+            int32_t const configured = configure(plugin.get(), t == 0 ? DataType::kHALF : DataType::kFLOAT);
+            int32_t status = 0;
+            std::vector<int32_t> const tactics = offered(plugin.get(), &status);
+            out << (t ? ", " : "") << quote(types[t]) << ": {\"configure\": " << configured << ", \"status\": " << status
+                << ", \"tactics\": " << intsJson(tactics) << "}";
+        }
+        out << "}";
+    }
+    gFakeDevice = true;
+    gFakeCapability = 90;
+    gFakeCodeArch = 90;
+    configure(plugin.get(), DataType::kHALF);
+    int32_t wrongBuffer[1] = {0};
+    gLogger.messages.clear();
+    out << "}, \"wrong_buffer_status\": " << build(plugin.get())->getValidTactics(wrongBuffer, 1)
+        << ", \"wrong_buffer_messages\": " << messagesJson();
+    gFakeDevice = false; // the real query: no GPU on this machine
+    out << ", \"no_device_count\": " << build(plugin.get())->getNbTactics()
+        << ", \"no_device_messages\": " << messagesJson();
+
+    // setTactic's verdicts and the path each enqueue runs under
+    std::vector<PluginTensorDesc> descs;
+    for (auto const& d : scenario.inputDims)
+    {
+        descs.push_back(tensorDesc(d, DataType::kHALF));
+    }
+    PluginTensorDesc outDesc = tensorDesc(scenario.inputDims[0], DataType::kHALF);
+    std::vector<float> dummy(16, 0.0F);
+    std::vector<void const*> pointers(static_cast<size_t>(nbInputs), dummy.data());
+    void* outputs[1] = {dummy.data()};
+    std::vector<char> workspace(1 << 20);
+    auto enqueued = [&](IPluginV3* target) {
+        gSpyMode = true;
+        gSpyStatus = EDGEATTN_STATUS_SUCCESS;
+        gSpyCall = "null";
+        gLogger.messages.clear();
+        int32_t const status = runtime(target)->enqueue(descs.data(), &outDesc, pointers.data(), outputs, workspace.data(), nullptr);
+        gSpyMode = false;
+        std::ostringstream call;
+        call << "{\"status\": " << status << ", \"args\": " << gSpyCall << ", \"thread_path_after\": "
+             << edgeattn_get_thread_kernel_path() << ", \"messages\": " << messagesJson() << "}";
+        return call.str();
+    };
+    out << ", \"set_tactic\": {";
+    int32_t const candidates[] = {0, EDGEATTN_KERNEL_PATH_SCALAR, EDGEATTN_KERNEL_PATH_TENSOR_CORE, 7, -1};
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i)
+    {
+        std::unique_ptr<IPluginV3> fresh(creator->createPlugin("node", &fc, TensorRTPhase::kRUNTIME));
+        gLogger.messages.clear();
+        int32_t const status = runtime(fresh.get())->setTactic(candidates[i]);
+        out << (i ? ", " : "") << "\"" << candidates[i] << "\": {\"status\": " << status << ", \"messages\": " << messagesJson()
+            << ", \"enqueue\": " << enqueued(fresh.get()) << "}";
+    }
+    out << "}";
+
+    // a thread setting made by the application survives the plugin's launch
+    edgeattn_set_thread_kernel_path(EDGEATTN_KERNEL_PATH_SCALAR);
+    {
+        std::unique_ptr<IPluginV3> fresh(creator->createPlugin("node", &fc, TensorRTPhase::kRUNTIME));
+        runtime(fresh.get())->setTactic(EDGEATTN_KERNEL_PATH_TENSOR_CORE);
+        out << ", \"over_application_scalar\": " << enqueued(fresh.get());
+    }
+    edgeattn_set_thread_kernel_path(EDGEATTN_KERNEL_PATH_INHERIT);
+
+    // clone and attachToContext keep the tactic
+    std::unique_ptr<IPluginV3> chosen(creator->createPlugin("node", &fc, TensorRTPhase::kBUILD));
+    runtime(chosen.get())->setTactic(EDGEATTN_KERNEL_PATH_TENSOR_CORE);
+    std::unique_ptr<IPluginV3> cloned(chosen->clone());
+    std::unique_ptr<IPluginV3> attached(runtime(chosen.get())->attachToContext(nullptr));
+    out << ", \"clone\": " << enqueued(cloned.get()) << ", \"attached\": " << enqueued(attached.get());
+
+    // the engine round trip
+    std::unique_ptr<IPluginV3> restored(
+        creator->createPlugin("node", runtime(chosen.get())->getFieldsToSerialize(), TensorRTPhase::kRUNTIME));
+    out << ", \"restored_default\": " << enqueued(restored.get());
+    int32_t const restoredStatus = runtime(restored.get())->setTactic(EDGEATTN_KERNEL_PATH_TENSOR_CORE);
+    std::unique_ptr<IPluginV3> context(runtime(restored.get())->attachToContext(nullptr));
+    out << ", \"restored_set_tactic\": " << restoredStatus << ", \"restored\": " << enqueued(context.get());
+    return out.str();
+}
+#endif
+
 //! Shapes the op contracts accept or reject beyond the scenarios, each with its own attributes: the verdict of
 //! configurePlugin (V3: its status; V2: whether it logged).
 struct ShapeCase
@@ -1028,7 +1201,11 @@ int main()
                 out << (first ? "" : ", ") << quote(scenario.op) << ": {" << runScenario(entries[i], scenario)
                     << ", \"rejections\": {" << rejections(entries[i], scenario) << "}"
                     << ", \"extra\": {" << extraChecks(entries[i], scenario) << "}"
-                    << ", \"shape_cases\": {" << shapeVerdicts(entries[i]) << "}}";
+                    << ", \"shape_cases\": {" << shapeVerdicts(entries[i]) << "}"
+#if EDGEATTN_PLUGIN_V3
+                    << ", \"tactics\": {" << tacticChecks(entries[i], scenario) << "}"
+#endif
+                    << "}";
                 first = false;
             }
         }

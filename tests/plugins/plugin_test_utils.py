@@ -16,8 +16,8 @@ PLUGINS_DIR = os.path.join(REPO_ROOT, "plugins")
 TESTS_PLUGINS_DIR = os.path.dirname(os.path.abspath(__file__))
 # The rule of SHARED_DIR in tests/conftest.py (a conftest cannot be imported by name from here).
 SHARED_DIR = os.environ.get("EDGEATTN_SHARED_DIR", os.path.join(os.path.dirname(REPO_ROOT), "shared"))
-CI_ARCHS = "75;87;90"
-BUILD_TIMEOUT_S = 600
+CI_ARCHS = "75;80;87;90"
+BUILD_TIMEOUT_S = 1800  # a guard against a hung nvcc: the four-arch build takes 5-10 min on a loaded 2-core machine
 COMPILE_TIMEOUT_S = 300
 
 #: TensorRT header sets the glue is compiled against: (label, variable that overrides the default directory,
@@ -43,6 +43,16 @@ def build_lock(cache_dir):
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+#: Debian 12's CUDA 11.8 nvcc (the JetPack 5 compiler line) as .ci/install_cuda_11_8.sh leaves it
+CUDA_11_8_NVCC = "/opt/edgeattn-cuda-11.8/usr/lib/nvidia-cuda-toolkit/bin/nvcc"
+
+
+def find_nvcc_11_8():
+    """$EDGEATTN_NVCC_11_8, else the CI install's CUDA 11.8 nvcc, or None."""
+    candidate = os.environ.get("EDGEATTN_NVCC_11_8") or CUDA_11_8_NVCC
+    return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
 
 
 def find_nvcc():
@@ -124,12 +134,13 @@ def cached_text(kind, digest, produce):
         return text
 
 
-def cmake_build(source_dir, build_dir, defines, target=None, jobs=2, timeout=BUILD_TIMEOUT_S):
-    """Configure and build with CMake; returns (configure_result, build_result)."""
+def cmake_build(source_dir, build_dir, defines, target=None, jobs=2, timeout=BUILD_TIMEOUT_S, nvcc=None):
+    """Configure and build with CMake (CUDA compiler ``nvcc``, default find_nvcc()); returns (configure_result,
+    build_result)."""
     cmake = shutil.which("cmake")
     args = [cmake, "-S", source_dir, "-B", build_dir]
     args += ["-D{}={}".format(key, value) for key, value in sorted(defines.items())]
-    nvcc = find_nvcc()
+    nvcc = nvcc or find_nvcc()
     if nvcc:
         args.append("-DCMAKE_CUDA_COMPILER={}".format(nvcc))
     configured = run_command(args, timeout=timeout)

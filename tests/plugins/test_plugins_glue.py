@@ -446,3 +446,74 @@ def test_deserialization_refuses_trailing_bytes(trt, harness_output):
     for op_type, scenario in harness_output["scenarios"].items():
         assert scenario["trailing_rejected"], op_type
         assert "trailing bytes" in scenario["trailing_messages"][0], op_type
+
+
+# The kernel paths of edgeattn/kernels.h as TensorRT tactics: scalar everywhere, the tensor-core kernels (FP16 I/O
+# only) where the device and the library's code for it are sm_80+ (plugins/README.md, "Kernel path by timing").
+SCALAR, TENSOR_CORE = kernels_abi.KERNEL_PATHS["scalar"], kernels_abi.KERNEL_PATHS["tensor_core"]
+TENSOR_CORE_WARP = kernels_abi.KERNEL_PATHS["tensor_core_warp"]  # blockify's one-warp kernel beside the pipelined one
+EXPECTED_TACTICS = {"sm_53": [SCALAR], "sm_72": [SCALAR], "sm_75": [SCALAR], "sm_80": [SCALAR, TENSOR_CORE],
+                    "sm_87": [SCALAR, TENSOR_CORE], "sm_87_code_72": [SCALAR], "sm_90": [SCALAR, TENSOR_CORE]}
+
+
+def expected_tactics(op_type, device):
+    paths = EXPECTED_TACTICS[device]
+    return paths + [TENSOR_CORE_WARP] if op_type == "EdgeAttnBlockifyAttention" and TENSOR_CORE in paths else paths
+
+
+def test_enqueue_without_a_tactic_leaves_the_path_to_the_kernels_default(harness_output):
+    """TensorRT 8.x has no plugin tactics and TensorRT >= 10 without setTactic runs tactic 0: the launcher is called
+    with the thread's path unset (-1), so the kernels' default table (AUTO) or the process-wide setting decides."""
+    for op_type, scenario in harness_output["scenarios"].items():
+        for label in ("launch", "launch_required_only"):
+            assert scenario["extra"][label]["args"]["thread_path"] == kernels_abi.KERNEL_PATH_INHERIT, (op_type, label)
+
+
+@header_sets(lambda major: major >= 10)  # IPluginV3OneBuild::getValidTactics / IPluginV3OneRuntime::setTactic
+def test_plugins_offer_the_kernel_paths_the_device_runs_as_tactics(trt, harness_output):
+    for op_type, scenario in harness_output["scenarios"].items():
+        tactics = scenario["tactics"]
+        assert set(tactics["offered"]) == set(EXPECTED_TACTICS), op_type
+        for device in EXPECTED_TACTICS:
+            expected = expected_tactics(op_type, device)
+            fp16, fp32 = tactics["offered"][device]["fp16"], tactics["offered"][device]["fp32"]
+            assert fp16["configure"] == 0 and fp16["status"] == 0 and fp16["tactics"] == expected, (op_type, device)
+            assert fp32["configure"] == 0 and fp32["status"] == 0 and fp32["tactics"] == [SCALAR], (op_type, device)
+        assert 0 not in sum((entry["fp16"]["tactics"] for entry in tactics["offered"].values()), [])  # 0 is reserved
+        assert tactics["wrong_buffer_status"] != 0 and op_type in tactics["wrong_buffer_messages"][0], op_type
+        # no device to query (this machine): no custom tactics, one logged reason, and TensorRT keeps tactic 0
+        assert tactics["no_device_count"] == 0, op_type
+        assert len(tactics["no_device_messages"]) == 1 and "cannot query the device" in tactics["no_device_messages"][0]
+
+
+@header_sets(lambda major: major >= 10)
+def test_set_tactic_picks_the_kernel_path_of_each_launch(trt, harness_output):
+    """setTactic(path) makes the launcher run under that path (the thread setting, restored after the launch);
+    tactic 0 leaves it to the default; unknown tactics are refused with a reason and change nothing."""
+    for op_type, scenario in harness_output["scenarios"].items():
+        set_tactic = scenario["tactics"]["set_tactic"]
+        for tactic, expected_path in (("0", -1), (str(SCALAR), SCALAR), (str(TENSOR_CORE), TENSOR_CORE)):
+            entry = set_tactic[tactic]
+            assert entry["status"] == 0 and entry["messages"] == [], (op_type, tactic, entry)
+            assert entry["enqueue"]["status"] == 0 and entry["enqueue"]["args"]["dtype"] == 1, (op_type, tactic)
+            assert entry["enqueue"]["args"]["thread_path"] == expected_path, (op_type, tactic, entry)
+            assert entry["enqueue"]["thread_path_after"] == -1, (op_type, tactic)
+        for tactic in ("7", "-1"):
+            entry = set_tactic[tactic]
+            assert entry["status"] != 0 and "tactic {}".format(tactic) in entry["messages"][0], (op_type, tactic)
+            assert entry["enqueue"]["args"]["thread_path"] == -1, (op_type, tactic)
+        over = scenario["tactics"]["over_application_scalar"]
+        assert over["args"]["thread_path"] == TENSOR_CORE and over["thread_path_after"] == SCALAR, op_type
+
+
+@header_sets(lambda major: major >= 10)
+def test_the_tactic_survives_clone_attach_and_the_engine_round_trip(trt, harness_output):
+    """clone() and attachToContext() keep the tactic; a plugin recreated from its serialized fields (an engine's
+    deserialization) runs the default until the runtime hands it the recorded tactic through setTactic, then that."""
+    for op_type, scenario in harness_output["scenarios"].items():
+        tactics = scenario["tactics"]
+        for label in ("clone", "attached", "restored"):
+            assert tactics[label]["status"] == 0 and tactics[label]["args"]["thread_path"] == TENSOR_CORE, (
+                op_type, label, tactics[label])
+        assert tactics["restored_set_tactic"] == 0, op_type
+        assert tactics["restored_default"]["args"]["thread_path"] == -1, op_type

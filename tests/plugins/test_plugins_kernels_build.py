@@ -81,13 +81,13 @@ def test_kernels_compile_for_sm75_sm87_sm90(kernels_build):
     entries = fatbin_entries(kernels_build["library"])
     sass = {sm for kind, sm in entries if kind == FATBIN_KIND_ELF}
     ptx = {sm for kind, sm in entries if kind == FATBIN_KIND_PTX}
-    assert sass == {75, 87, 90}, "SASS archs in the fatbin: {}".format(sorted(sass))
+    assert sass == {75, 80, 87, 90}, "SASS archs in the fatbin: {}".format(sorted(sass))
     assert ptx == {90}, "PTX (forward compatibility) should be the highest arch only: {}".format(sorted(ptx))
 
 
 def test_exported_symbols_are_exactly_the_c_abi(kernels_build):
     declared = header_functions()
-    assert len(declared) == 14, sorted(declared)
+    assert len(declared) == 19, sorted(declared)
     exported = exported_functions(kernels_build["library"])
     assert exported == declared, "missing: {}; unexpected exports: {}".format(
         sorted(declared - exported), sorted(exported - declared))
@@ -105,7 +105,7 @@ def kernels(kernels_build):
 
 def test_library_reports_abi_and_archs(kernels):
     assert kernels.abi_version() == header_define("EDGEATTN_KERNELS_ABI_VERSION")
-    assert "archs 75,87,90; tensor cores sm_80+" in kernels.build_info()
+    assert "archs 75,80,87,90; tensor cores sm_80+" in kernels.build_info()
     assert kernels.status_string(kernels_abi.STATUS_WORKSPACE_TOO_SMALL) == "workspace too small"
 
 
@@ -305,6 +305,76 @@ def test_kernel_path_setting_round_trips(kernels):
         kernels.set_kernel_path("auto")
 
 
+def test_thread_kernel_path_wins_over_the_process_setting_and_is_validated(kernels):
+    """The per-thread path (a TensorRT plugin's tactic around its launch): initially inherit; set and read back;
+    refused values leave it; with the process-wide setting "scalar", a thread set to tensor_core launches FP16
+    blockify through the device query (the tensor-core path's first step: a CUDA error here, no GPU) while inherit
+    takes the scalar kernel straight to its launch."""
+    try:
+        assert kernels.thread_kernel_path() == "inherit"
+        for name in ("scalar", "tensor_core", "auto", "inherit"):
+            kernels.set_thread_kernel_path(name)
+            assert kernels.thread_kernel_path() == name
+        assert kernels.set_thread_kernel_path(5, check=False) == kernels_abi.STATUS_INVALID_ARGUMENT
+        assert "thread kernel path 5" in kernels.last_error() and kernels.thread_kernel_path() == "inherit"
+        kernels.set_kernel_path("scalar")
+        kernels.set_thread_kernel_path("tensor_core")
+        status = kernels.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 7, 7, 32, 1, 7, dtype="float16", check=False)
+        assert status == kernels_abi.STATUS_CUDA_ERROR and "cudaGetDevice failed" in kernels.last_error()
+        kernels.set_thread_kernel_path("inherit")
+        status = kernels.blockify_attention(FAKE, FAKE, FAKE, FAKE, 1, 7, 7, 32, 1, 7, dtype="float16", check=False)
+        assert status == kernels_abi.STATUS_CUDA_ERROR and "blockifyAttentionKernel" in kernels.last_error()
+    finally:
+        kernels.set_thread_kernel_path("inherit")
+        kernels.set_kernel_path("auto")
+
+
+@NO_GPU
+def test_device_arch_without_a_gpu_is_a_cuda_error(kernels):
+    with pytest.raises(kernels_abi.KernelError) as caught:
+        kernels.device_arch()
+    assert caught.value.status == kernels_abi.STATUS_CUDA_ERROR and "cudaGetDevice failed" in str(caught.value)
+
+
+#: (compute capability, code arch) -> the paths a call can run there (scalar first), FP16 and FP32 I/O: the tensor
+#: cores need an sm_80+ device and sm_80+ code for it, and FP16 I/O
+KERNEL_PATHS_BY_ARCH = {(53, 53): ["scalar"], (72, 72): ["scalar"], (75, 75): ["scalar"], (87, 72): ["scalar"],
+                        (80, 80): ["scalar", "tensor_core"], (87, 87): ["scalar", "tensor_core"],
+                        (90, 90): ["scalar", "tensor_core"]}
+#: what AUTO takes on an sm_80+ device (plugins/README.md, "Kernel path by timing": the H200's tensor-core /
+#: scalar ratios), per op and batch; below sm_80 (or without sm_80+ code) always scalar
+DEFAULT_ON_SM80_PLUS = {("blockify_attention", 1): "tensor_core", ("blockify_attention", 64): "tensor_core",
+                        ("efficient_attention", 1): "scalar", ("efficient_attention", 64): "scalar",
+                        ("lite_mla_relu", 1): "scalar", ("lite_mla_relu", 63): "scalar",
+                        ("lite_mla_relu", 64): "tensor_core", ("lite_mla_relu", 256): "tensor_core",
+                        ("lite_mla_quadratic_taylor", 1): "scalar", ("lite_mla_quadratic_taylor", 64): "scalar",
+                        ("soft_kernel_attention", 1): "tensor_core", ("soft_kernel_attention", 64): "tensor_core"}
+
+
+def test_kernel_paths_and_the_default_table_per_arch(kernels):
+    for (capability, code), expected in KERNEL_PATHS_BY_ARCH.items():
+        for op in kernels_abi.OPS:
+            # blockify also has its one-warp tensor-core kernel as a path of its own
+            paths = expected + ["tensor_core_warp"] if op == "blockify_attention" and "tensor_core" in expected else expected
+            assert kernels.kernel_paths(op, "float16", capability, code) == paths, (op, capability, code)
+            assert kernels.kernel_paths(op, "float32", capability, code) == ["scalar"], (op, capability, code)
+            for batch in (1, 64):
+                wanted = DEFAULT_ON_SM80_PLUS[(op, batch)] if "tensor_core" in expected else "scalar"
+                assert kernels.default_kernel_path(op, batch, capability, code) == wanted, (op, batch, capability)
+    for (op, batch), wanted in DEFAULT_ON_SM80_PLUS.items():
+        assert kernels.default_kernel_path(op, batch, 87) == wanted, (op, batch)
+    with pytest.raises(kernels_abi.KernelError, match="not an edgeattn_op"):
+        kernels.kernel_paths(9, "float16", 87)
+    with pytest.raises(kernels_abi.KernelError, match="not an edgeattn_op"):
+        kernels.default_kernel_path(-1, 1, 87)
+
+
+def test_a_scalar_only_build_offers_no_tensor_core_path(scalar_only_kernels_build):
+    scalar_only = kernels_abi.KernelsLibrary(scalar_only_kernels_build["library"])
+    assert scalar_only.kernel_paths("blockify_attention", "float16", 90) == ["scalar"]
+    assert scalar_only.default_kernel_path("blockify_attention", 64, 90) == "scalar"
+
+
 def _grid(*axes):
     combos = [[]]
     for axis in axes:
@@ -499,3 +569,147 @@ def test_cmake_arch_helpers_follow_their_contract(cmake, tmp_path):
     assert lines["resolved"] == "53;72;87"
     assert lines["gencode"].split(";") == ["-gencode=arch=compute_53,code=sm_53", "-gencode=arch=compute_87,code=sm_87",
                                            "-gencode=arch=compute_87,code=compute_87"]
+
+
+# ---- the instructions the PTX asks for are in the SASS -------------------------------------------------------------
+#: PTX instruction -> the SASS opcode ptxas must emit for it on sm_80+ (cp.async: LDGSTS, global->shared without a
+#: register round trip; ldmatrix: LDSM; mma.sync f16: HMMA). A kernel asking for one and lacking the other would have
+#: been lowered to something else (or compiled out), which the emulator, which executes the PTX semantics, cannot see.
+PTX_TO_SASS = (("cp.async", "LDGSTS"), ("ldmatrix", "LDSM"), ("mma.sync", "HMMA"))
+
+
+def ptx_instruction_kernels(build, arch):
+    """{PTX instruction: set of kernel (entry) names whose compute_<arch> PTX uses it}, over every kernel source."""
+    found = {instruction: set() for instruction, _ in PTX_TO_SASS}
+    for source in kernel_sources():
+        for name, body in ptx_entries(build_ptx(build, source, arch)).items():
+            for instruction, _ in PTX_TO_SASS:
+                if re.search(r"\b" + re.escape(instruction) + r"\b", body):
+                    found[instruction].add(name)
+    return found
+
+
+@pytest.mark.parametrize("arch", [87, 90])
+def test_new_instructions_in_the_ptx_are_in_the_sass(kernels_build, cuobjdump, arch):
+    """For sm_87 (Orin) and sm_90: every kernel whose PTX has cp.async, ldmatrix or mma.sync has LDGSTS, LDSM or HMMA
+    in its SASS, and no kernel has those opcodes without the PTX instruction. Today: ldmatrix and mma in the
+    tensor-core kernels; cp.async where the kernels use it (a kernel that adopts it is checked from then on)."""
+    functions = sass_functions(cuobjdump, kernels_build["library"], "sm_{}".format(arch))
+    wanted = ptx_instruction_kernels(kernels_build, arch)
+    assert wanted["mma.sync"] and wanted["ldmatrix"], wanted  # the tensor-core kernels exist in this build
+    for instruction, opcode in PTX_TO_SASS:
+        in_sass = {name for name, body in functions.items() if re.search(r"\b" + opcode + r"\b", body)}
+        assert in_sass == wanted[instruction], (arch, instruction, opcode, sorted(wanted[instruction] - in_sass),
+                                                sorted(in_sass - wanted[instruction]))
+
+
+# ---- ptxas resource budgets ---------------------------------------------------------------------------------------
+#: the archs whose resource usage is budgeted: A100-class sm_80, Orin sm_87, Hopper sm_90 (64K 32-bit registers and
+#: at most 255 per thread on each; the kernels keep static shared memory within 48 KB, the no-opt-in limit)
+BUDGET_ARCHS = ("sm_80", "sm_87", "sm_90")
+REGISTERS_PER_SM = 65536
+STATIC_SHARED_LIMIT = 48 * 1024
+#: CUDA's largest block: the size a kernel without __launch_bounds__ must be launchable at (ptxas's assumption)
+DEFAULT_BLOCK_THREADS = 1024
+#: kernels that use local memory today (mangled-name fragment -> the most stack-frame bytes over sm_80/87/90, as the
+#: CI build has them), until their rewrite removes it (issue 33 item 1: no local-memory spills). plugins/README.md
+#: gives the spills of the tensor-core blockify kernel (head_dim 128: ~260 bytes; four tiles: 24-48); the scalar
+#: head_dim-128 blockify kernel and SOFT's scalar pass 1 / Newton kernels keep small per-thread arrays there. A new
+#: kernel or instantiation with local memory fails, and so does an entry that is no longer needed.
+KNOWN_LOCAL_MEMORY = {
+    "blockifyMmaKernelILi128ELi1E": 280, "blockifyMmaKernelILi64ELi1E": 48, "blockifyMmaKernelILi32ELi1E": 16,
+    "blockifyMmaKernelILi32ELi4E": 48, "blockifyMmaKernelILi16ELi4E": 48,
+    "blockifyAttentionKernelI6__halfLi128ELb0E": 152, "blockifyAttentionKernelIfLi128ELb0E": 144,
+    "softPass1KernelI6__halfE": 24, "softPass1KernelIfE": 24,
+    "softNewtonKernelI6__halfLb0E": 16, "softNewtonKernelIfLb0E": 16,
+}
+
+
+def resource_usage(cuobjdump, library):
+    """{arch: {function: {"REG", "STACK", "SHARED", "LOCAL", ...}}} from cuobjdump --dump-resource-usage (what ptxas
+    allotted each kernel of the library, read from the same build as the other tests: nothing compiled again)."""
+    tool, environment = cuobjdump
+
+    def produce():
+        result = run_command([tool, "--dump-resource-usage", library], timeout=300, env=environment)
+        assert result.returncode == 0, result.output[-3000:]
+        return result.stdout
+
+    digest = hashlib.sha256()
+    with open(library, "rb") as handle:
+        digest.update(handle.read())
+    digest.update(tool_version(tool).encode())
+    text = cached_text("resource-usage", digest.hexdigest()[:16], produce)
+    usage, arch = {}, None
+    for line in text.splitlines():
+        match = re.match(r"\s*arch = (sm_\d+)", line)
+        if match:
+            arch = match.group(1)
+            usage.setdefault(arch, {})
+            continue
+        match = re.match(r"\s*Function (\S+):", line)
+        if match:
+            function = match.group(1)
+            continue
+        if arch and line.strip().startswith("REG:"):
+            usage[arch][function] = {key: int(value) for key, value in re.findall(r"(\w+)(?:\[\d+\])?:(\d+)", line)}
+    return usage
+
+
+def launch_bounds(cuobjdump, library, arch):
+    """{function: max threads per block its __launch_bounds__ declares} (EIATTR_MAX_THREADS in the cubin's .nv.info;
+    functions that declare none are absent)."""
+    tool, environment = cuobjdump
+
+    def produce():
+        result = run_command([tool, "-elf", "-arch", arch, library], timeout=300, env=environment)
+        assert result.returncode == 0, result.output[-3000:]
+        return result.stdout
+
+    digest = hashlib.sha256()
+    with open(library, "rb") as handle:
+        digest.update(handle.read())
+    digest.update((tool_version(tool) + arch).encode())
+    text = cached_text("elf-info", digest.hexdigest()[:16], produce)
+    bounds = {}
+    for section in re.split(r"\n\.nv\.info\.", text)[1:]:
+        name = section.split(None, 1)[0]
+        match = re.search(r"EIATTR_MAX_THREADS\s*\n\s*Format:\s*\S+\s*\n\s*Value:\s*(0x[0-9a-f]+) (0x[0-9a-f]+) "
+                          r"(0x[0-9a-f]+)", section)
+        if match:
+            x, y, z = (int(value, 16) for value in match.groups())
+            bounds[name] = x * y * z
+    return bounds
+
+
+def test_ptxas_resource_usage_fits_the_declared_budgets(kernels_build, cuobjdump):
+    """Per kernel on sm_80, sm_87 and sm_90 (ptxas's allotment in the CI build, read with cuobjdump): a block of the
+    size its __launch_bounds__ declares (1024 threads without) fits the register file (registers x threads <= 64K,
+    so no launch at the declared size fails for resources), static shared memory <= 48 KB, and no local memory
+    (stack frame and local bytes 0; ptxas spills into the stack frame, so 0 means 0 spill bytes), but for
+    KNOWN_LOCAL_MEMORY within its bytes."""
+    library = kernels_build["library"]
+    usage = resource_usage(cuobjdump, library)
+    assert set(BUDGET_ARCHS) <= set(usage), sorted(usage)
+    problems, still_needed = [], set()
+    for arch in BUDGET_ARCHS:
+        bounds = launch_bounds(cuobjdump, library, arch)
+        kernels = {name: values for name, values in usage[arch].items() if "Kernel" in name}
+        assert len(kernels) >= 10, sorted(usage[arch])
+        for name, values in sorted(kernels.items()):
+            label = "{} {}".format(arch, name)
+            threads = bounds.get(name, DEFAULT_BLOCK_THREADS)
+            if values["REG"] * threads > REGISTERS_PER_SM:
+                problems.append("{}: {} registers x {} threads > 64K".format(label, values["REG"], threads))
+            if values["SHARED"] > STATIC_SHARED_LIMIT:
+                problems.append("{}: {} bytes of static shared memory > 48 KB".format(label, values["SHARED"]))
+            local = max(values["STACK"], values["LOCAL"])
+            allowed = [limit for pattern, limit in KNOWN_LOCAL_MEMORY.items() if pattern in name]
+            if local and not (allowed and local <= allowed[0]):
+                problems.append("{}: {} bytes of local memory (stack {}, local {})".format(
+                    label, local, values["STACK"], values["LOCAL"]))
+            if local and allowed:
+                still_needed.update(pattern for pattern in KNOWN_LOCAL_MEMORY if pattern in name)
+    assert not problems, "\n".join(problems)
+    assert still_needed == set(KNOWN_LOCAL_MEMORY), "no longer spilling: {}".format(
+        sorted(set(KNOWN_LOCAL_MEMORY) - still_needed))

@@ -254,11 +254,19 @@ def test_a_planted_fragment_layout_bug_fails_every_tensor_core_op(planted_kernel
 
 
 # ---- path selection --------------------------------------------------------------------------------------------
+# What AUTO runs on sm_80+ (plugins/README.md, "Kernel path by timing": the H200's tensor-core / scalar ratios):
+# EFFATT and LiteMLA-QT stay scalar, LiteMLA ReLU takes the tensor cores from batch 64, SOFT always.
+AUTO_ON_TENSOR_CORE_DEVICES = {"effatt": "scalar", "lite_mla_qt": "scalar", "lite_mla_relu_batch1": "scalar",
+                               "lite_mla_relu_batch64": "tensor core", "soft": "tensor core"}
+
+
 @pytest.mark.parametrize("capability, code_arch, path, expected", [
-    ((8, 7), 0, "auto", "tensor core"),
-    ((9, 0), 0, "auto", "tensor core"),
+    ((8, 7), 0, "auto", AUTO_ON_TENSOR_CORE_DEVICES),
+    ((9, 0), 0, "auto", AUTO_ON_TENSOR_CORE_DEVICES),
     ((8, 7), 72, "auto", "scalar"),         # a library without sm_80+ code for the device: compute_72 PTX, no mma
+    ((5, 3), 0, "auto", "scalar"),
     ((8, 7), 0, "scalar", "scalar"),
+    ((8, 7), 0, "tensor_core", "tensor core"),
     ((5, 3), 0, "tensor_core", "device is sm_53"),
     ((8, 7), 75, "tensor_core", "compiled for compute_75"),
 ])
@@ -268,27 +276,35 @@ def test_linear_and_soft_launchers_pick_the_path_by_compute_capability(kernels, 
     kernels.set_kernel_path(path)
     q = random_tensor((1, 64, 32), torch.float16)
     out = torch.empty_like(q)
-    workspace = torch.zeros(1 << 16)
-    qkv = random_tensor((1, 96, 4, 4), torch.float16)
+    workspace = torch.zeros(1 << 18)
+    qkv = random_tensor((64, 96, 4, 4), torch.float16)
+    out_qkv = torch.empty((64, 32, 4, 4), dtype=torch.float16)
     calls = [
-        ("linearFusedMmaKernel", lambda: kernels.efficient_attention(
-            q.data_ptr(), q.data_ptr(), q.data_ptr(), out.data_ptr(), 1, 64, 32, 1, workspace.data_ptr(), 1 << 18,
+        ("effatt", "linearFusedMmaKernel", lambda: kernels.efficient_attention(
+            q.data_ptr(), q.data_ptr(), q.data_ptr(), out.data_ptr(), 1, 64, 32, 1, workspace.data_ptr(), 1 << 20,
             dtype="float16", check=False)),
-        ("linearFusedMmaKernel", lambda: kernels.lite_mla(
-            qkv.data_ptr(), out.data_ptr(), 1, 96, 4, 4, 16, workspace.data_ptr(), 1 << 18, kernel="quadratic_taylor",
+        ("lite_mla_qt", "linearFusedMmaKernel", lambda: kernels.lite_mla(
+            qkv.data_ptr(), out_qkv.data_ptr(), 1, 96, 4, 4, 16, workspace.data_ptr(), 1 << 20,
+            kernel="quadratic_taylor", dtype="float16", check=False)),
+        ("lite_mla_relu_batch1", "linearFusedMmaKernel", lambda: kernels.lite_mla(
+            qkv.data_ptr(), out_qkv.data_ptr(), 1, 96, 4, 4, 16, workspace.data_ptr(), 1 << 20, kernel="relu",
             dtype="float16", check=False)),
-        ("softNewtonMmaKernel", lambda: kernels.soft_kernel_attention(
-            q.data_ptr(), q.data_ptr(), q.data_ptr(), out.data_ptr(), 1, 64, 16, 32, 1, workspace.data_ptr(), 1 << 18,
+        ("lite_mla_relu_batch64", "linearFusedMmaKernel", lambda: kernels.lite_mla(
+            qkv.data_ptr(), out_qkv.data_ptr(), 64, 96, 4, 4, 16, workspace.data_ptr(), 1 << 20, kernel="relu",
+            dtype="float16", check=False)),
+        ("soft", "softNewtonMmaKernel", lambda: kernels.soft_kernel_attention(
+            q.data_ptr(), q.data_ptr(), q.data_ptr(), out.data_ptr(), 1, 64, 16, 32, 1, workspace.data_ptr(), 1 << 20,
             dtype="float16", check=False)),
     ]
-    for kernel, call in calls:
+    for name, kernel, call in calls:
         kernels.reset()
         status = call()
         launches = kernels.launches()
-        if expected == "tensor core":
-            assert status == kernels_abi.STATUS_SUCCESS and launches[0].startswith(kernel), launches
-        elif expected == "scalar":
-            assert status == kernels_abi.STATUS_SUCCESS and "Mma" not in " ".join(launches), launches
+        wanted = expected[name] if isinstance(expected, dict) else expected
+        if wanted == "tensor core":
+            assert status == kernels_abi.STATUS_SUCCESS and launches[0].startswith(kernel), (name, launches)
+        elif wanted == "scalar":
+            assert status == kernels_abi.STATUS_SUCCESS and "Mma" not in " ".join(launches), (name, launches)
         else:
             assert status == kernels_abi.STATUS_UNSUPPORTED and launches == [], launches
             assert expected in kernels.last_error() and "forced" in kernels.last_error()

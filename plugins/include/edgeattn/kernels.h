@@ -67,13 +67,24 @@ typedef enum edgeattn_lite_mla_kernel
 
 typedef enum edgeattn_kernel_path
 {
-    EDGEATTN_KERNEL_PATH_AUTO = 0,       /* tensor-core kernels where the device (sm_80+) and this build allow */
-    EDGEATTN_KERNEL_PATH_SCALAR = 1,     /* always the scalar kernels (the sm_53 path and the reference) */
+    EDGEATTN_KERNEL_PATH_AUTO = 0,        /* edgeattn_default_kernel_path: per op and arch, from measurements */
+    EDGEATTN_KERNEL_PATH_SCALAR = 1,      /* always the scalar kernels (the sm_53 path and the reference) */
     EDGEATTN_KERNEL_PATH_TENSOR_CORE = 2, /* tensor-core kernels; a call that has one fails where it cannot run */
     /* as TENSOR_CORE, but blockify attention runs its one-warp-per-window kernel (blockifyMmaKernel) instead of the
        pipelined CTA kernel (blockifyFlashMmaKernel); the other ops have one tensor-core kernel each */
-    EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP = 3
+    EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP = 3,
+    EDGEATTN_KERNEL_PATH_INHERIT = -1     /* thread setting only: follow the process-wide setting */
 } edgeattn_kernel_path;
+
+/* The op calls the default-path table distinguishes (LiteMLA's two kernels have their own rows). */
+typedef enum edgeattn_op
+{
+    EDGEATTN_OP_BLOCKIFY_ATTENTION = 0,
+    EDGEATTN_OP_EFFICIENT_ATTENTION = 1,
+    EDGEATTN_OP_LITE_MLA_RELU = 2,
+    EDGEATTN_OP_LITE_MLA_QUADRATIC_TAYLOR = 3,
+    EDGEATTN_OP_SOFT_KERNEL_ATTENTION = 4
+} edgeattn_op;
 
 /* Library information. */
 EDGEATTN_API int edgeattn_kernels_abi_version(void);
@@ -86,14 +97,44 @@ EDGEATTN_API const char* edgeattn_last_error(void);
 /*
  * Kernel path, process-wide: which kernel the launchers below run where a tensor-core kernel exists for the call
  * (FP16 I/O of blockify attention, EFFATT, LiteMLA and SOFT, within their head_dim limits; see plugins/README.md).
- * The initial value comes from $EDGEATTN_KERNEL_PATH (auto | scalar | tensor_core | tensor_core_warp; another value makes such
- * launches fail with EDGEATTN_STATUS_INVALID_ARGUMENT), else AUTO. With TENSOR_CORE(_WARP), such a launch fails with
+ * AUTO runs what edgeattn_default_kernel_path says for the call (a per-arch table from measurements).
+ * The initial value comes from $EDGEATTN_KERNEL_PATH (auto | scalar | tensor_core | tensor_core_warp; another value
+ * makes such launches fail with EDGEATTN_STATUS_INVALID_ARGUMENT), else AUTO. With TENSOR_CORE(_WARP), such a launch
+ * fails with
  * EDGEATTN_STATUS_UNSUPPORTED on a device below sm_80 or when this library has no sm_80+ code for the device.
  * set returns EDGEATTN_STATUS_SUCCESS or EDGEATTN_STATUS_INVALID_ARGUMENT; get returns the setting (-1 while
  * $EDGEATTN_KERNEL_PATH holds an unknown value). Not synchronised with launches in flight on other threads.
  */
 EDGEATTN_API int edgeattn_set_kernel_path(int path);
 EDGEATTN_API int edgeattn_get_kernel_path(void);
+
+/*
+ * Kernel path of the calling thread, which wins over the process-wide setting while it is not
+ * EDGEATTN_KERNEL_PATH_INHERIT (the initial value): the TensorRT plugins set the tactic TensorRT chose around each
+ * launch. set returns EDGEATTN_STATUS_SUCCESS or EDGEATTN_STATUS_INVALID_ARGUMENT; get returns the setting.
+ */
+EDGEATTN_API int edgeattn_set_thread_kernel_path(int path);
+EDGEATTN_API int edgeattn_get_thread_kernel_path(void);
+
+/*
+ * The current device's compute capability (major * 10 + minor) and the arch this library's device code for it was
+ * compiled for (its PTX version: a library built for 72 runs on an sm_87 device as JIT-compiled compute_72).
+ * Returns a status (EDGEATTN_STATUS_CUDA_ERROR without a device).
+ */
+EDGEATTN_API int edgeattn_device_arch(int* compute_capability, int* code_arch);
+
+/*
+ * Pure functions of their arguments (no device query), so callers and tests can ask about any device:
+ * edgeattn_kernel_paths writes the paths a call of `op` (edgeattn_op) with `dtype` can run on a device of
+ * compute_capability whose library code is code_arch, in this build (scalar first; at most capacity), and returns how
+ * many there are, or -EDGEATTN_STATUS_INVALID_ARGUMENT for an unknown op or dtype. A call whose arguments are beyond a
+ * listed kernel's limits (head_dim, see plugins/README.md) runs the scalar kernels on that path.
+ * edgeattn_default_kernel_path returns the path AUTO takes there for a call of `batch` (the table in
+ * plugins/README.md, "Kernel path by timing"), or -EDGEATTN_STATUS_INVALID_ARGUMENT.
+ */
+EDGEATTN_API int edgeattn_kernel_paths(int op, int dtype, int compute_capability, int code_arch, int* paths,
+    int capacity);
+EDGEATTN_API int edgeattn_default_kernel_path(int op, int batch, int compute_capability, int code_arch);
 
 /*
  * EdgeAttnBlockifyAttention: softmax attention inside non-overlapping window_size x window_size windows of the

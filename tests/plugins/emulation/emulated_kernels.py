@@ -45,8 +45,13 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
 
     def set_compute_capability(self, major, minor, code_arch=0):
         """Makes the emulated device of that compute capability current; ``code_arch`` (e.g. 75) is the arch the
-        library's code for it was compiled for (default: the device's own), as cudaFuncGetAttributes reports it."""
-        return self.emu.edgeattn_emu_select_device(major, minor, code_arch)
+        library's code for it was compiled for (default: the device's own), as cudaFuncGetAttributes reports it.
+        Also selects the path a kernel test on that device means: the tensor-core kernels forced on sm_80+ (AUTO's
+        default table keeps EFFATT and LiteMLA scalar there), AUTO below; path-selection tests set theirs after."""
+        ordinal = self.emu.edgeattn_emu_select_device(major, minor, code_arch)
+        tensor_cores = major >= 8 and (code_arch or major * 10 + minor) >= 80
+        self.set_kernel_path("tensor_core" if tensor_cores else "auto")
+        return ordinal
 
     def set_schedule(self, reverse, round_robin=False):
         """Reverse: blocks, warps and lanes in reverse order. Default warp-greedy: each warp runs ahead until all
