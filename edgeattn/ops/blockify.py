@@ -81,8 +81,10 @@ def run_blockify_attention(q, k, v, *, num_heads, height, width, window_size, sc
                            lepe_bias=None, padding="none"):
     """:func:`blockify_attention`, or the custom op while :func:`edgeattn.ops.config.use_plugin_ops` is on."""
     if plugin_ops_enabled():
-        return torch.ops.edgeattn.blockify_attention(q, k, v, lepe_weight, lepe_bias, num_heads, height, width,
-                                                     window_size, float(scale or 0.0), padding)
+        # the kernels read row-major tensors (q, k, v are often chunks of one qkv projection); no ONNX node
+        return torch.ops.edgeattn.blockify_attention(q.contiguous(), k.contiguous(), v.contiguous(), lepe_weight,
+                                                     lepe_bias, num_heads, height, width, window_size,
+                                                     float(scale or 0.0), padding)
     return blockify_attention(q, k, v, num_heads=num_heads, height=height, width=width, window_size=window_size,
                               scale=scale, lepe_weight=lepe_weight, lepe_bias=lepe_bias, padding=padding)
 

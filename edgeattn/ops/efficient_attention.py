@@ -66,7 +66,8 @@ def _efficient_attention_fake(q, k, v, num_heads):
 def run_efficient_attention(q, k, v, *, num_heads):
     """:func:`efficient_attention`, or the custom op while :func:`edgeattn.ops.config.use_plugin_ops` is on."""
     if plugin_ops_enabled():
-        return torch.ops.edgeattn.efficient_attention(q, k, v, num_heads)
+        # the kernels read row-major tensors (q, k, v are often chunks of one qkv projection); no ONNX node
+        return torch.ops.edgeattn.efficient_attention(q.contiguous(), k.contiguous(), v.contiguous(), num_heads)
     return efficient_attention(q, k, v, num_heads=num_heads)
 
 

@@ -106,7 +106,7 @@ def run_lite_mla(qkv, *, head_dim, kernel="relu", eps=None, qt_alpha=(1.0,), qt_
     """:func:`lite_mla_attention`, or the custom op while :func:`edgeattn.ops.config.use_plugin_ops` is on
     (the QT parameters then become constant float attributes)."""
     if plugin_ops_enabled():
-        return torch.ops.edgeattn.lite_mla(qkv, head_dim, kernel, DEFAULT_EPS if eps is None else float(eps),
+        return torch.ops.edgeattn.lite_mla(qkv.contiguous(), head_dim, kernel, DEFAULT_EPS if eps is None else float(eps),
                                            _floats(qt_alpha), _floats(qt_beta), _floats(qt_gamma))
     return lite_mla_attention(qkv, head_dim=head_dim, kernel=kernel, eps=eps, qt_alpha=qt_alpha, qt_beta=qt_beta,
                               qt_gamma=qt_gamma)

@@ -96,7 +96,8 @@ def _soft_kernel_attention_fake(q, landmarks, v, num_heads, newton_iters, symmet
 def run_soft_kernel_attention(q, landmarks, v, *, num_heads, newton_iters=20, symmetric_norm=True):
     """:func:`soft_kernel_attention`, or the custom op while :func:`edgeattn.ops.config.use_plugin_ops` is on."""
     if plugin_ops_enabled():
-        return torch.ops.edgeattn.soft_kernel_attention(q, landmarks, v, num_heads, int(newton_iters),
+        return torch.ops.edgeattn.soft_kernel_attention(q.contiguous(), landmarks.contiguous(), v.contiguous(),
+                                                        num_heads, int(newton_iters),
                                                         int(bool(symmetric_norm)))
     return soft_kernel_attention(q, landmarks, v, num_heads=num_heads, newton_iters=newton_iters,
                                  symmetric_norm=symmetric_norm)
