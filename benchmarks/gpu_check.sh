@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Issue 15's device session as one command, sized for a short GPU lease: the kernels library, the GPU tests,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over them, then benchmarks/kernels_gpu.py alone on
-# the GPU. Every step has its own time limit, so the script ends (and bundles its logs) before the lease's limit.
+# the GPU, then benchmarks/models_gpu.py (whole models in PyTorch, with and without the kernels). Every step has its
+# own time limit, so the script ends (and bundles its logs) before the lease's limit.
 #
 #   benchmarks/gpu_check.sh OUT_DIR [LIBRARY]
 #
 # LIBRARY: a libedgeattn_kernels.so built elsewhere for this GPU's arch (e.g. with the same nvcc for "87;90");
 # without one, or when it does not load, the kernels are built here with CMake for the native arch.
 # Needs python3 with a CUDA build of torch, pytest, nvcc + cmake (for a build), compute-sanitizer (optional).
-# OUT_DIR receives: gpu_tests.xml (JUnit), kernels_gpu_{float16_core,float16,float32}.json and logs.tar.gz (every
-# log); the last lines printed are a summary.
+# OUT_DIR receives: gpu_tests.xml (JUnit), kernels_gpu_{float16_core,float16,float32}.json, models_gpu.json and
+# logs.tar.gz (every log); the last lines printed are a summary.
 # GPU_CHECK_SANITIZERS picks the compute-sanitizer runs ("" for none), GPU_CHECK_TEST_K the tests (pytest -k),
 # GPU_CHECK_BENCH_RUNS the benchmark runs (float16_core float16 float32); GPU_CHECK_TESTS=0 skips the tests and the
-# sanitizers, GPU_CHECK_BENCH=0 the benchmark.
+# sanitizers, GPU_CHECK_BENCH=0 the benchmark, GPU_CHECK_MODELS=0 the model benchmark.
 # Budgets (seconds) can be changed through GPU_CHECK_TESTS_S, GPU_CHECK_SANITIZER_S, GPU_CHECK_BENCH_CORE_S,
-# GPU_CHECK_BENCH_FP16_S and GPU_CHECK_BENCH_FP32_S; GPU_CHECK_BENCH_ARGS replaces the benchmark's iteration arguments.
+# GPU_CHECK_BENCH_FP16_S, GPU_CHECK_BENCH_FP32_S and GPU_CHECK_MODELS_S; GPU_CHECK_BENCH_ARGS replaces the
+# benchmark's iteration arguments, GPU_CHECK_MODELS_ARGS the model benchmark's case and iteration arguments.
 set -u
 OUT=${1:?usage: benchmarks/gpu_check.sh OUT_DIR [LIBRARY]}
 LIBRARY=${2:-}
@@ -28,6 +30,10 @@ BENCH_CORE_S=${GPU_CHECK_BENCH_CORE_S:-25}
 BENCH_FP16_S=${GPU_CHECK_BENCH_FP16_S:-120}
 BENCH_FP32_S=${GPU_CHECK_BENCH_FP32_S:-60}
 BENCH_ARGS=${GPU_CHECK_BENCH_ARGS:---warmup 3 --iters 10 --repeats 3}
+MODELS_S=${GPU_CHECK_MODELS_S:-150}
+# 224 first (the paper's Table I is at 224), batch 64 before 256; the JSON is rewritten after every case
+MODELS_ARGS=${GPU_CHECK_MODELS_ARGS:---resolutions 224 384 512 --batches 64 256 --warmup 2 --iters 5 --repeats 3}
+RUN_MODELS=${GPU_CHECK_MODELS:-1}
 # tool:selection pairs (selections: subset, rest, soft, large, large_other; see below). memcheck covers the whole
 # file in two processes. No initcheck: with the kernel-name filter it cannot see torch's (unfiltered) kernels write
 # the inputs and reports every tensor read; unfiltered it is far too slow for a lease. The tests poison outputs
@@ -136,6 +142,12 @@ for run in "float16_core|$BENCH_CORE_S|--dtypes float16 --ops elfatt_core" \
         --json "$OUT/kernels_gpu_$name.json" >"$LOGS/bench_$name.log" 2>&1
     echo "kernels_gpu.py exit status $?" >>"$LOGS/bench_$name.log"
 done
+if [ "$RUN_MODELS" = 1 ]; then
+    say "model benchmark (alone on the GPU)"
+    timeout "$MODELS_S" "$PY" benchmarks/models_gpu.py --library "$LIBRARY" $MODELS_ARGS \
+        --json "$OUT/models_gpu.json" >"$LOGS/models_gpu.log" 2>&1
+    echo "models_gpu.py exit status $?" >>"$LOGS/models_gpu.log"
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv \
     >"$LOGS/nvidia_smi_after.csv" 2>&1
 
@@ -156,5 +168,13 @@ if [ "$RUN_BENCH" = 1 ]; then
         "$OUT/kernels_gpu_float16.json" 2>&1
     [ -f "$OUT/kernels_gpu_float32.json" ] && "$PY" benchmarks/kernels_gpu_summary.py --no-cases \
         "$OUT/kernels_gpu_float32.json" 2>&1
+fi
+if [ "$RUN_MODELS" = 1 ]; then
+    tail -3 "$LOGS/models_gpu.log"
+    [ -f "$OUT/models_gpu.json" ] && "$PY" -c "import json, sys
+for r in json.load(open(sys.argv[1]))['results']:
+    print('{model:>6} {impl:<10} {resolution} B={batch:<4}'.format(**r), r.get('error') or '{:.0f} img/s'.format(
+        r['img_per_s']), '(paper {})'.format(r['paper_img_per_s']) if r.get('paper_img_per_s') else '')
+" "$OUT/models_gpu.json" 2>&1
 fi
 say "done"
