@@ -28,7 +28,9 @@ got, "eager" where a function could not be captured; --timing eager times plain 
 (FLOPs of the math itself: blockify 4 B h W T^2 d for W windows of T tokens, ...) and GB/s (inputs read once +
 output written once) against the device's peaks: dense FP16 tensor and FP32 FMA throughput from SM count x clock x
 per-SM rate by compute capability (an estimate; --peak-tflops overrides), memory bandwidth from the driver
-(--peak-gbps overrides). The JSON holds the device (name, capability, SMs, clocks), driver, CUDA, torch versions,
+(--peak-gbps overrides), and the fraction of the case's roofline bound each reached (fraction_of_roofline: the
+larger of FLOPs at the FP16 tensor peak and compulsory bytes at the bandwidth, over the latency; roofline_bound says
+which; the formulas are edgeattn/cost.py's, through kernel_cases.py). The JSON holds the device (name, capability, SMs, clocks), driver, CUDA, torch versions,
 the kernels library's build line, every result, each edgeattn result's speedup over the same-math PyTorch
 baselines, and the issue's targets evaluated on an H100 (`targets`, null where not measured).
 
@@ -43,7 +45,6 @@ import argparse
 import ctypes
 import datetime
 import json
-import math
 import os
 import platform
 import statistics
@@ -53,17 +54,15 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the cases and their FLOPs / compulsory bytes, shared with kernels_traffic.py (formulas: edgeattn/cost.py)
+from kernel_cases import (LITE_MLA_HEAD_DIM, RESOLUTIONS, SOFT_NEWTON_ITERS, STAGE_OPS, blockify_flops,  # noqa: E402
+                          efficient_flops, lite_mla_flops, roofline_ms, soft_flops, stage_cases, token_bytes)
+
 PROGRAM = "kernels_gpu.py"
-RESOLUTIONS = (224, 384, 512)
 BATCHES = (1, 64)
-OPS = ("blockify_attention", "efficient_attention", "lite_mla", "lite_mla_qt", "soft_kernel_attention",
-       "elfatt_core")
+OPS = STAGE_OPS + ("elfatt_core",)
 DTYPES = ("float16", "float32")
-#: CSWin-T24181 per stage: channels, heads (the ELFATT branches take half of each)
-CSWIN_T24181 = ((64, 2), (128, 4), (256, 8), (512, 16))
-LITE_MLA_HEAD_DIM = 32
-SOFT_STRIDES = (8, 4, 2, 1)
-SOFT_NEWTON_ITERS = 20
 ELFATT_CORE_TOKENS = (3136, 65536)
 ELFATT_CORE_CHANNELS, ELFATT_CORE_HEADS, ELFATT_CORE_WINDOW = 64, 2, 7
 #: dense FP16 tensor-core FMAs (FP32 accumulate) per SM per clock, and FP32 FMAs per SM per clock, by compute
@@ -135,54 +134,7 @@ def parse_args(argv=None):
     return args
 
 
-# ---- shapes and cost models ------------------------------------------------------------------------------------------
-def stage_cases(resolution):
-    """One dict per CSWin-T24181 stage at ``resolution``: map side, full width (channels, heads), the ELFATT branch
-    (half of each), the default ELFATT window (edgeattn.models.cswin: stage-4 side, stage-3 side for stage 3) and
-    SOFT's landmark count."""
-    sides = [resolution // 4, resolution // 8, resolution // 16, resolution // 32]
-    windows = [sides[3], sides[3], sides[2], sides[3]]
-    cases = []
-    for stage, (channels, heads) in enumerate(CSWIN_T24181):
-        side = sides[stage]
-        cases.append({"resolution": resolution, "stage": stage + 1, "side": side, "tokens": side * side,
-                      "channels": channels, "heads": heads, "branch_channels": channels // 2,
-                      "branch_heads": heads // 2, "window": windows[stage],
-                      "landmarks": (side // SOFT_STRIDES[stage]) ** 2})
-    return cases
-
-
-def blockify_flops(batch, side, channels, heads, window):
-    """Q K^T and P V over every (padded) window: 2 products of T x T x d per window and head (2 FLOPs per MAC)."""
-    windows = math.ceil(side / window) ** 2
-    tokens = window * window
-    return 4.0 * batch * windows * tokens * tokens * channels
-
-
-def efficient_flops(batch, tokens, channels, heads):
-    """context = k_hat^T v (d x N x d) and q_hat context (N x d x d) per head."""
-    d = channels // heads
-    return 4.0 * batch * heads * tokens * d * d
-
-
-def lite_mla_flops(batch, tokens, channels, head_dim):
-    """vk = v_pad phi(k)^T ((d+1) x N x d) and vk phi(q) ((d+1) x d x N) per group of the full width."""
-    groups = channels // head_dim
-    return 4.0 * batch * groups * tokens * head_dim * (head_dim + 1)
-
-
-def soft_flops(batch, tokens, landmarks, channels, heads, iters=SOFT_NEWTON_ITERS):
-    """Kernels Q L^T (N M d) and L L^T (M^2 d), Newton 2 M^3 per step, then P v, M (P v) and P^T (M P v)."""
-    d = channels // heads
-    n, m = tokens, landmarks
-    return 2.0 * batch * heads * (3.0 * n * m * d + 2.0 * m * m * d + 2.0 * iters * m ** 3)
-
-
-def token_bytes(batch, tokens, channels, element, inputs=3):
-    """Compulsory traffic: ``inputs`` (B, N, C) tensors read once, one written once."""
-    return float((inputs + 1) * batch * tokens * channels * element)
-
-
+# ---- peaks ----------------------------------------------------------------------------------------------------
 def estimated_peaks(capability, multiprocessors, clock_khz):
     """(dense FP16 tensor TFLOP/s, FP32 TFLOP/s) from the SM count, the clock and the per-SM rates above; None for
     an unknown capability."""
@@ -379,11 +331,17 @@ class Recorder(object):
         bandwidth_peak = self.device["peak_bandwidth_gbps"]
         tflops = flops / (ms * 1e-3) / 1e12 if ms else None
         gbps = nbytes / (ms * 1e-3) / 1e9 if ms else None
+        # the physical bound (FLOPs at the FP16 tensor peak or compulsory bytes at the bandwidth, the larger; FP32
+        # I/O judged against the same tensor peak, as the issue's targets are) and how close the call came to it
+        bound_ms = roofline_ms(flops, nbytes, tensor_peak, bandwidth_peak)
         entry = dict(case, impl=impl, dtype=dtype, tf32=tf32, latency_ms=ms, timing=timing, flops=flops,
                      bytes=nbytes, tflops=tflops, gbps=gbps,
                      fraction_of_fp16_tensor_peak=tflops / tensor_peak if tflops and tensor_peak else None,
                      fraction_of_fp32_peak=tflops / fp32_peak if tflops and fp32_peak else None,
-                     fraction_of_bandwidth_peak=gbps / bandwidth_peak if gbps and bandwidth_peak else None)
+                     fraction_of_bandwidth_peak=gbps / bandwidth_peak if gbps and bandwidth_peak else None,
+                     roofline_ms=bound_ms, fraction_of_roofline=bound_ms / ms if bound_ms and ms else None,
+                     roofline_bound=None if bound_ms is None else (
+                         "compute" if flops / (tensor_peak * 1e12) >= nbytes / (bandwidth_peak * 1e9) else "memory"))
         self.results.append(entry)
         line = "{:>22} {}px s{} B={:<3} {:8} tf32={:<5} {:<26} {:9.4f} ms {:7.2f} TFLOP/s {:7.1f} GB/s\n"
         sys.stderr.write(line.format(case["op"], case.get("resolution", "-"), case.get("stage", "-"), case["batch"],
@@ -565,7 +523,7 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         nbytes_ws = kernels.lite_mla_workspace_size(batch, 3 * c, side, side, d, kernel)
         workspace = torch.empty(max(nbytes_ws, 1), dtype=torch.uint8, device="cuda")
         case = dict(base, op=op, channels=c, heads=c // d)
-        flops, nbytes = lite_mla_flops(batch, n, c, d), token_bytes(batch, n, c, element)
+        flops, nbytes = lite_mla_flops(batch, n, c, d, kernel), token_bytes(batch, n, c, element)
         edgeattn(case, lambda: kernels.lite_mla(qkv.data_ptr(), out.data_ptr(), batch, 3 * c, side, side, d,
                                                 workspace.data_ptr(), workspace.numel(), kernel=kernel, eps=1e-15,
                                                 dtype=dtype_name, stream=stream()), flops, nbytes)

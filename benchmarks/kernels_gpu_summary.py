@@ -61,17 +61,25 @@ def best_pairs(results):
             for ours in kernels_gpu.faster_paths(results) if kernels_gpu.case_key(ours) in fastest]
 
 
+def _percent(entry):
+    fraction = entry.get("fraction_of_roofline")
+    return "-" if fraction is None else "{:.1f} %".format(100.0 * fraction)
+
+
 def table(pairs, batches):
     lines = ["| op | dtype (TF32) | res | stage | B | edgeattn ms (path) | PyTorch ms (impl) | speedup | TFLOP/s "
-             "| GB/s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| GB/s | of roofline: edgeattn / PyTorch |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, ours, theirs in pairs:
         if batches and ours["batch"] not in batches:
             continue
         dtype = ours["dtype"] + (" (on)" if ours.get("tf32") else "")
-        lines.append("| {} | {} | {} | {} | {} | {:.4f} ({}) | {:.4f} ({}) | {:.2f}x | {:.1f} | {:.0f} |".format(
-            ours["op"], dtype, ours.get("resolution") or "N={}".format(ours.get("tokens")), ours.get("stage") or "-",
-            ours["batch"], ours["latency_ms"], ours["impl"][len("edgeattn_"):], theirs["latency_ms"], theirs["impl"],
-            theirs["latency_ms"] / ours["latency_ms"], ours.get("tflops") or 0.0, ours.get("gbps") or 0.0))
+        lines.append("| {} | {} | {} | {} | {} | {:.4f} ({}) | {:.4f} ({}) | {:.2f}x | {:.1f} | {:.0f} | {} / {} |"
+                     .format(ours["op"], dtype, ours.get("resolution") or "N={}".format(ours.get("tokens")),
+                             ours.get("stage") or "-", ours["batch"], ours["latency_ms"],
+                             ours["impl"][len("edgeattn_"):], theirs["latency_ms"], theirs["impl"],
+                             theirs["latency_ms"] / ours["latency_ms"], ours.get("tflops") or 0.0,
+                             ours.get("gbps") or 0.0, _percent(ours), _percent(theirs)))
     return lines
 
 

@@ -104,9 +104,40 @@ def test_flop_counts_follow_the_math(bench):
     assert bench.blockify_flops(1, 10, 8, 1, 7) == 4 * (49 * 49 * 8 * 2) * 2  # padded to 2x2 windows
     assert bench.efficient_flops(3, 100, 64, 2) == 3 * 2 * (32 * 100 * 32 * 2) * 2
     assert bench.lite_mla_flops(1, 49, 64, 32) == 2 * (33 * 49 * 32 * 2) * 2
+    # quadratic Taylor: 2d + 1 features per token instead of d
+    assert bench.lite_mla_flops(1, 49, 64, 32, "quadratic_taylor") == 2 * (33 * 49 * 65 * 2) * 2
     n, m, d, iters = 196, 49, 32, 20
     assert bench.soft_flops(1, n, m, 64, 2, iters) == 2 * 2 * (3 * n * m * d + 2 * m * m * d + 2 * iters * m ** 3)
     assert bench.token_bytes(2, 10, 8, 2) == 4 * 2 * 10 * 8 * 2
+
+
+def test_the_formulas_are_the_cost_models(bench):
+    """One cost model: the benchmark's counts are edgeattn/cost.py's MACs x 2 and compulsory bytes, through
+    kernel_cases.py, which kernels_traffic.py shares."""
+    from edgeattn import cost
+    assert bench.blockify_flops(2, 14, 64, 2, 7) == cost.flops(cost.window_attention_macs(14, 14, 7, 64, batch=2))
+    assert bench.token_bytes(2, 10, 8, 2) == cost.token_tensors_bytes(10, 8, 2, batch=2)
+    import kernel_cases
+    assert bench.stage_cases is kernel_cases.stage_cases and bench.soft_flops is kernel_cases.soft_flops
+
+
+def test_each_result_reports_its_fraction_of_the_roofline(bench):
+    """fraction_of_roofline = max(FLOPs / tensor peak, compulsory bytes / bandwidth) / latency, and which bound."""
+    recorder = bench.Recorder({"peak_fp16_tensor_tflops": 100.0, "peak_fp32_tflops": 10.0,
+                               "peak_bandwidth_gbps": 1000.0})
+    case = {"op": "efficient_attention", "resolution": 224, "stage": 1, "batch": 64, "tokens": 3136}
+    # memory-bound: 1e9 bytes at 1000 GB/s = 1 ms; 1e9 FLOPs at 100 TFLOP/s = 0.01 ms; measured 4 ms -> 25 %
+    recorder.add(case, "edgeattn_scalar", 4.0, 1e9, 1e9, "float16", False, "cuda_graph")
+    # compute-bound: 1e12 FLOPs = 10 ms against 1e6 bytes = 0.001 ms; measured 20 ms -> 50 %
+    recorder.add(case, "sdpa_flash", 20.0, 1e12, 1e6, "float16", False, "cuda_graph")
+    memory, compute = recorder.results
+    assert memory["roofline_ms"] == pytest.approx(1.0) and memory["fraction_of_roofline"] == pytest.approx(0.25)
+    assert memory["roofline_bound"] == "memory"
+    assert compute["roofline_ms"] == pytest.approx(10.0) and compute["fraction_of_roofline"] == pytest.approx(0.5)
+    assert compute["roofline_bound"] == "compute"
+    unknown = bench.Recorder({"peak_fp16_tensor_tflops": None, "peak_fp32_tflops": None, "peak_bandwidth_gbps": None})
+    unknown.add(case, "edgeattn_scalar", 4.0, 1e9, 1e9, "float16", False, "eager")
+    assert unknown.results[0]["fraction_of_roofline"] is None
 
 
 def test_peak_estimates_reproduce_data_sheet_numbers(bench):
@@ -369,14 +400,16 @@ def test_merged_runs_keep_their_timing_and_judge_targets_over_all_results(bench,
 def test_summary_tables_show_the_faster_path_against_the_fastest_pytorch(bench, tmp_path):
     report = _report(bench, "NVIDIA H200", [
         _entry("blockify_attention", "edgeattn_scalar", 2.0),
-        _entry("blockify_attention", "edgeattn_tensor_core", 1.0),
-        _entry("blockify_attention", "sdpa_flash", 0.5), _entry("blockify_attention", "sdpa_efficient", 4.0)])
+        _entry("blockify_attention", "edgeattn_tensor_core", 1.0, fraction_of_roofline=0.1),
+        _entry("blockify_attention", "sdpa_flash", 0.5, fraction_of_roofline=0.2),
+        _entry("blockify_attention", "sdpa_efficient", 4.0)])
     path = tmp_path / "run.json"
     path.write_text(json.dumps(report))
     result = run_command([sys.executable, SUMMARY, str(path)], timeout=120)
     assert result.returncode == 0, result.output[-2000:]
     row = [line for line in result.stdout.splitlines() if line.startswith("| blockify_attention | float16 | 512")]
     assert len(row) == 1 and "1.0000 (tensor_core) | 0.5000 (sdpa_flash) | 0.50x" in row[0], result.stdout
+    assert row[0].endswith("| 10.0 % / 20.0 % |"), row[0]  # of roofline: edgeattn / PyTorch
 
 
 GPU_CHECK = os.path.join(REPO_ROOT, "benchmarks", "gpu_check.sh")
@@ -404,7 +437,7 @@ def _fake_tools(tmp_path):
 def test_gpu_check_script_runs_each_step_and_bundles_its_logs(kernels_build, tmp_path):
     """benchmarks/gpu_check.sh, the script a short GPU lease runs, on this machine with a fake nvidia-smi and
     compute-sanitizer: the given library is used, the tests and each sanitizer run get their selection, the
-    benchmark's refusal is logged, every log lands in logs.tar.gz and the summary comes last. A mistyped sanitizer
+    benchmark's and the model benchmark's refusals are logged, every log lands in logs.tar.gz and the summary comes last. A mistyped sanitizer
     run is refused before anything starts (device time is scarce)."""
     import tarfile
 
@@ -433,6 +466,9 @@ def test_gpu_check_script_runs_each_step_and_bundles_its_logs(kernels_build, tmp
     assert "-k (edge_cases or 224" in logs["sanitizer_racecheck_subset.log"]
     bench = logs["bench_float16_core.log"]
     assert "needs a CUDA GPU" in bench and "kernels_gpu.py exit status 2" in bench
+    models = logs["models_gpu.log"]  # the model benchmark's step: its own budget, its refusal logged
+    assert "needs a CUDA GPU" in models and "models_gpu.py exit status 2" in models
+    assert result.stdout.index("model benchmark") > result.stdout.index("benchmark (alone on the GPU)")
     assert "-- memcheck_soft:" in result.stdout and "-- racecheck_subset:" in result.stdout
 
     env["GPU_CHECK_SANITIZERS"] = "memcheck:everything"
