@@ -34,6 +34,11 @@ which; the formulas are edgeattn/cost.py's, through kernel_cases.py). The JSON h
 the kernels library's build line, every result, each edgeattn result's speedup over the same-math PyTorch
 baselines, and the issue's targets evaluated on an H100 (`targets`, null where not measured).
 
+Modules: kernel_cases.py (the stage cases, FLOPs and compulsory bytes from edgeattn/cost.py; shared with
+kernels_traffic.py), gpu_device.py (device report, peaks, CUDA-event and CUDA-graph timing; shared with
+models_gpu.py), kernel_baselines.py (the same math in PyTorch); this file: arguments, the run, speedups, targets,
+the JSON.
+
 Needs a CUDA GPU, torch with CUDA and a built kernels library (--library, $EDGEATTN_KERNELS_LIB, or
 plugins/build/libedgeattn_kernels.so). Importing this module needs neither (tests/plugins/test_kernels_gpu_benchmark.py
 checks the tables, formulas and the same-math decompositions on the CPU).
@@ -42,12 +47,10 @@ checks the tables, formulas and the same-math decompositions on the CPU).
     python benchmarks/kernels_gpu.py --resolutions 224 --batches 64 --ops blockify_attention --dtypes float16
 """
 import argparse
-import ctypes
 import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +61,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the cases and their FLOPs / compulsory bytes, shared with kernels_traffic.py (formulas: edgeattn/cost.py)
 from kernel_cases import (LITE_MLA_HEAD_DIM, RESOLUTIONS, SOFT_NEWTON_ITERS, STAGE_OPS, blockify_flops,  # noqa: E402
                           efficient_flops, lite_mla_flops, roofline_ms, soft_flops, stage_cases, token_bytes)
+# the device, its peaks and CUDA-event timing (shared with models_gpu.py), and the PyTorch baselines
+from gpu_device import (device_report, driver_version, estimated_peaks, nvidia_driver_version,  # noqa: E402,F401
+                        time_ms)
+from kernel_baselines import blockify_sdpa, efficient_bmm, lite_mla_relu_bmm  # noqa: E402,F401
 
 PROGRAM = "kernels_gpu.py"
 BATCHES = (1, 64)
@@ -65,10 +72,6 @@ OPS = STAGE_OPS + ("elfatt_core",)
 DTYPES = ("float16", "float32")
 ELFATT_CORE_TOKENS = (3136, 65536)
 ELFATT_CORE_CHANNELS, ELFATT_CORE_HEADS, ELFATT_CORE_WINDOW = 64, 2, 7
-#: dense FP16 tensor-core FMAs (FP32 accumulate) per SM per clock, and FP32 FMAs per SM per clock, by compute
-#: capability (A100/Orin: 1024, H100: 2048; GA10x/AD10x GeForce parts run FP32-accumulate at 256; L4/L40 at 512)
-TENSOR_FMA_PER_SM_CLOCK = {70: 512, 72: 512, 75: 512, 80: 1024, 86: 256, 87: 1024, 89: 512, 90: 2048}
-FP32_FMA_PER_SM_CLOCK = {70: 64, 72: 64, 75: 64, 80: 64, 86: 128, 87: 128, 89: 128, 90: 128}
 #: issue 12's targets on an H100 (and issue 5's ELFATT-core targets)
 TARGETS = {"min_speedup_fp16_batch64": 1.0, "blockify_tensor_fraction_512_batch64": 0.25,
            "linear_bandwidth_fraction": 0.60, "elfatt_core_speedup": {3136: 2.0, 65536: 10.0}}
@@ -132,179 +135,6 @@ def parse_args(argv=None):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise UsageError("--{} must be positive".format(name.replace("_", "-")))
     return args
-
-
-# ---- peaks ----------------------------------------------------------------------------------------------------
-def estimated_peaks(capability, multiprocessors, clock_khz):
-    """(dense FP16 tensor TFLOP/s, FP32 TFLOP/s) from the SM count, the clock and the per-SM rates above; None for
-    an unknown capability."""
-    arch = capability[0] * 10 + capability[1]
-    clock = clock_khz * 1e3
-    tensor = TENSOR_FMA_PER_SM_CLOCK.get(arch)
-    fp32 = FP32_FMA_PER_SM_CLOCK.get(arch)
-    return (2.0 * multiprocessors * clock * tensor / 1e12 if tensor else None,
-            2.0 * multiprocessors * clock * fp32 / 1e12 if fp32 else None)
-
-
-# ---- the same math in PyTorch (no torch import at module level) ------------------------------------------------------
-def blockify_sdpa(q, k, v, heads, height, width, window, backend=None):
-    """Window attention through scaled_dot_product_attention over the windows as one batch; zero padding at the
-    bottom/right (the op's padding "zeros") and cropping; ``backend`` a torch.nn.attention.SDPBackend or None."""
-    import torch
-    import torch.nn.functional as F
-
-    b, n, c = q.shape
-    d = c // heads
-    ph, pw = -height % window, -width % window
-    hp, wp = height + ph, width + pw
-
-    def windows(t):
-        t = t.view(b, height, width, c)
-        if ph or pw:
-            t = F.pad(t, (0, 0, 0, pw, 0, ph))
-        t = t.view(b, hp // window, window, wp // window, window, heads, d)
-        return t.permute(0, 1, 3, 5, 2, 4, 6).reshape(-1, heads, window * window, d)
-
-    qw, kw, vw = windows(q), windows(k), windows(v)
-    if backend is None:
-        out = F.scaled_dot_product_attention(qw, kw, vw)
-    else:
-        from torch.nn.attention import sdpa_kernel
-
-        with sdpa_kernel(backend):
-            out = F.scaled_dot_product_attention(qw, kw, vw)
-    out = out.view(b, hp // window, wp // window, heads, window, window, d).permute(0, 1, 4, 2, 5, 3, 6)
-    out = out.reshape(b, hp, wp, c)[:, :height, :width]
-    return out.reshape(b, n, c)
-
-
-def efficient_bmm(q, k, v, heads):
-    """EFFATT with torch.bmm on (B * heads, N, d) in the input dtype (cuBLAS, FP32 accumulation)."""
-    import torch
-
-    b, n, c = q.shape
-    d = c // heads
-
-    def split(t):
-        return t.view(b, n, heads, d).transpose(1, 2).reshape(b * heads, n, d)
-
-    q_hat = torch.softmax(split(q), dim=-1)
-    k_hat = torch.softmax(split(k), dim=1)
-    context = torch.bmm(k_hat.transpose(1, 2), split(v))
-    out = torch.bmm(q_hat, context)
-    return out.view(b, heads, n, d).transpose(1, 2).reshape(b, n, c)
-
-
-def lite_mla_relu_bmm(qkv, head_dim, eps=1e-15):
-    """LiteMLA ReLU with torch.bmm on (B * G, d, N) in the input dtype; num / (den + eps) in FP32."""
-    import torch
-
-    b, channels, height, width = qkv.shape
-    groups = channels // (3 * head_dim)
-    n = height * width
-    x = qkv.reshape(b * groups, 3 * head_dim, n)
-    q, k, v = torch.relu(x[:, :head_dim]), torch.relu(x[:, head_dim:2 * head_dim]), x[:, 2 * head_dim:]
-    v_pad = torch.nn.functional.pad(v, (0, 0, 0, 1), value=1.0)
-    out = torch.bmm(torch.bmm(v_pad, k.transpose(1, 2)), q)
-    if out.dtype in (torch.float16, torch.bfloat16):
-        out = out.float()  # eps and the division want FP32, as in the op contract
-    out = out[:, :head_dim] / (out[:, head_dim:] + eps)
-    return out.to(qkv.dtype).reshape(b, groups * head_dim, height, width)
-
-
-# ---- measurement -----------------------------------------------------------------------------------------------------
-def time_ms(torch, fn, warmup, iters, repeats, graph=False):
-    """(median over ``repeats`` of the mean per-call time of ``iters`` back-to-back calls, timing mode), with CUDA
-    events. graph=True times replays of a CUDA graph holding the ``iters`` calls: the GPU's time without the
-    Python and ctypes launch overhead (a TensorRT engine launches from C++, or from a CUDA graph with
-    --useCudaGraph). A function that cannot be captured is timed eagerly, and the mode says so."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    mode, call = "eager", None
-    if graph:
-        captured = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(captured):
-                for _ in range(iters):
-                    fn()
-            captured.replay()
-            torch.cuda.synchronize()
-            mode, call = "cuda_graph", captured.replay
-        except Exception:  # noqa: BLE001 -- not capturable (a host sync, an allocation the graph pool refuses)
-            torch.cuda.synchronize()
-    runs = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        if call is not None:
-            call()
-        else:
-            for _ in range(iters):
-                fn()
-        end.record()
-        end.synchronize()
-        runs.append(start.elapsed_time(end) / iters)
-    return statistics.median(runs), mode
-
-
-def _libcuda_attribute(device, attribute):
-    """cuDeviceGetAttribute through the driver library, or None."""
-    try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        handle, value = ctypes.c_int(), ctypes.c_int()
-        if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(handle), device) != 0:
-            return None
-        if libcuda.cuDeviceGetAttribute(ctypes.byref(value), attribute, handle) != 0:
-            return None
-        return value.value
-    except OSError:
-        return None
-
-
-def driver_version():
-    try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        version = ctypes.c_int()
-        if libcuda.cuDriverGetVersion(ctypes.byref(version)) == 0:
-            return "{}.{}".format(version.value // 1000, version.value % 1000 // 10)
-    except OSError:
-        pass
-    return None
-
-
-def nvidia_driver_version():
-    """The display driver's version as nvidia-smi prints it (e.g. 580.159.04), through NVML, or None."""
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        if nvml.nvmlInit_v2() != 0:
-            return None
-        buffer = ctypes.create_string_buffer(96)
-        ok = nvml.nvmlSystemGetDriverVersion(buffer, ctypes.c_uint(len(buffer))) == 0
-        nvml.nvmlShutdown()
-        return buffer.value.decode() if ok else None
-    except (OSError, AttributeError):
-        return None
-
-
-def device_report(torch, args):
-    index = torch.cuda.current_device()
-    properties = torch.cuda.get_device_properties(index)
-    capability = (properties.major, properties.minor)
-    # CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13, MEMORY_CLOCK_RATE = 36, GLOBAL_MEMORY_BUS_WIDTH = 37 (kHz, kHz, bits)
-    clock_khz = _libcuda_attribute(index, 13)
-    memory_khz, bus_bits = _libcuda_attribute(index, 36), _libcuda_attribute(index, 37)
-    tensor, fp32 = estimated_peaks(capability, properties.multi_processor_count, clock_khz) if clock_khz else (None,
-                                                                                                             None)
-    bandwidth = 2.0 * memory_khz * 1e3 * bus_bits / 8 / 1e9 if memory_khz and bus_bits else None
-    return {"name": properties.name, "capability": "{}.{}".format(*capability),
-            "multiprocessors": properties.multi_processor_count, "sm_clock_khz": clock_khz,
-            "memory_clock_khz": memory_khz, "memory_bus_bits": bus_bits,
-            "peak_fp16_tensor_tflops": args.peak_tflops or tensor,
-            "peak_fp16_tensor_source": "--peak-tflops" if args.peak_tflops else "estimate: SMs x clock x per-SM rate",
-            "peak_fp32_tflops": args.peak_fp32_tflops or fp32,
-            "peak_bandwidth_gbps": args.peak_gbps or bandwidth,
-            "peak_bandwidth_source": "--peak-gbps" if args.peak_gbps else "driver: 2 x memory clock x bus width"}
 
 
 class Recorder(object):

@@ -243,7 +243,7 @@ def main(argv=None):
         if not torch.cuda.is_available():
             raise UsageError("needs a CUDA GPU (torch.cuda.is_available() is False)")
         sys.path.insert(0, os.path.join(REPO_ROOT, "benchmarks"))
-        import kernels_gpu
+        import gpu_device
 
         from edgeattn.errors import EdgeAttnError
 
@@ -256,13 +256,13 @@ def main(argv=None):
                 raise UsageError(str(error))
             kernels_info = {"path": library.path, "build_info": library.build_info()}
         device_args = argparse.Namespace(peak_tflops=None, peak_fp32_tflops=None, peak_gbps=None)
-        device = kernels_gpu.device_report(torch, device_args)
+        device = gpu_device.device_report(torch, device_args)
     except UsageError as error:
         sys.stderr.write("{}: error: {}\n".format(PROGRAM, error))
         return 2
 
     def time_fn(fn):
-        return kernels_gpu.time_ms(torch, fn, args.warmup, args.iters, args.repeats, graph=args.timing == "graph")
+        return gpu_device.time_ms(torch, fn, args.warmup, args.iters, args.repeats, graph=args.timing == "graph")
 
     run_and_write(args, torch, time_fn, _cuda_model_builder(torch), device, kernels_info)
     return 0
