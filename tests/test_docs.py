@@ -70,7 +70,9 @@ def scratch_checkout(tmp_path, without=()):
         if tool not in without:
             (bin_dir / tool).write_text(script)
             (bin_dir / tool).chmod(stat.S_IRWXU)
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "STUB_STATUS": "0"}
+    # CUDA 11.8's nvcc given, so .ci/run does not install it (.ci/install_cuda_11_8.sh is not in the scratch copy)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "STUB_STATUS": "0",
+           "EDGEATTN_NVCC_11_8": str(bin_dir / "nvcc")}
     return repo, env
 
 
