@@ -35,6 +35,7 @@ DEVICE_SIDE_GLOBS = [
     "edgeattn/progress.py",
     "edgeattn/console.py",
     "edgeattn/doctor.py",
+    "edgeattn/probes.py",
     "edgeattn/trtexec.py",
     "edgeattn/trtexec/**/*.py",
     "edgeattn/profiles.py",

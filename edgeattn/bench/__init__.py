@@ -96,7 +96,7 @@ def choose_backend(backend, kind, trtexec):
             return "tensorrt"
         except EdgeAttnError:
             pass
-    from ..doctor import find_trtexec
+    from ..trtexec.locate import find_trtexec
 
     if find_trtexec(trtexec)[0]:
         return "trtexec"
@@ -154,7 +154,7 @@ def run_benchmark(model_path, backend="auto", batch=1, warmup_s=1.0, duration_s=
         part = onnxruntime_backend.run(model_path, batch, threads, provider, warmup_s, duration_s, iterations,
                                        progress)
         if part["provider"] != "CPUExecutionProvider":
-            from ..doctor import cuda_device
+            from ..probes import cuda_device
 
             part["device"] = cuda_device()
     elif backend == "tensorrt":

@@ -14,7 +14,7 @@
 import os
 import time
 
-from ..doctor import cpu_info, host_info, jetson_context, package_versions, python_info
+from ..probes import cpu_info, host_info, jetson_context, package_versions, python_info
 
 #: environment variables that change what a benchmark measures
 RELEVANT_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES",

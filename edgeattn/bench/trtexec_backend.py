@@ -12,12 +12,13 @@ import tempfile
 import time
 
 from .. import onnx_graph
-from ..doctor import cuda_device, find_trtexec
 from ..errors import EdgeAttnError
+from ..probes import cuda_device
 from ..tensorrt import manifest as manifest_module
 from ..tensorrt import plugin_library
-from ..trtexec import flags, probe_version, run_trtexec
+from ..trtexec import flags, run_trtexec
 from ..trtexec.exports import parse_layer_info, parse_profile, parse_times, timed_iterations, trace_samples
+from ..trtexec.locate import locate
 from ..trtexec.log import explain_failure, parse_device
 from ..trtexec.version import version_from_output
 from .inputs import resolve_shape
@@ -26,15 +27,6 @@ from .timing import TimedRun, check_run_length
 #: seconds allowed on top of warm-up + duration for loading (or building, for ONNX) and reporting
 LOAD_ALLOWANCE_S = 600
 BUILD_ALLOWANCE_S = 3600
-
-
-def locate(explicit=None):
-    """``(path, version)`` of the trtexec to use; raises with the places searched."""
-    path, searched = find_trtexec(explicit)
-    if path is None:
-        raise EdgeAttnError("trtexec not found (searched {}); install TensorRT's samples or pass --trtexec PATH"
-                            .format(", ".join(searched)))
-    return path, probe_version(path)
 
 
 def run_for_export(args, version, model_path, library, export_path, export_option, timeout):

@@ -201,7 +201,7 @@ class EngineSide(Side):
         if self.backend == "tensorrt":
             self._open_tensorrt()
         else:
-            from ..bench.trtexec_backend import locate
+            from ..trtexec.locate import locate
 
             self._trtexec_path, self._version = locate(trtexec)
 
@@ -303,10 +303,10 @@ def parse_exported_outputs(text):
     """trtexec ``--exportOutput`` (NVIDIA/TensorRT ``samples/common/sampleReporting.cpp``,
 ``exportJSONOutput``: one record per output binding, ``dimensions`` as ``AxB``,
     values of the last iteration, outputs in no particular order) -> OrderedDict sorted by name."""
-    from ..trtexec.exports import _load_records
+    from ..trtexec.exports import load_records
 
     outputs = {}
-    for record in _load_records(text, "--exportOutput"):
+    for record in load_records(text, "--exportOutput"):
         if not isinstance(record, dict) or "name" not in record or "values" not in record:
             continue
         dims = [int(d) for d in str(record.get("dimensions", "")).split("x") if d.strip()]

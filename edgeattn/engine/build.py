@@ -81,7 +81,7 @@ def _choose_backend(backend, trtexec):
         except EdgeAttnError:
             if backend == "tensorrt":
                 raise
-    from ..doctor import find_trtexec
+    from ..trtexec.locate import find_trtexec
 
     path, searched = find_trtexec(trtexec)
     if path is None:
@@ -193,7 +193,7 @@ def build_engine(onnx_path, engine_path=None, precision="fp32", plugins=None, sh
     backend, trt, version, trtexec_path = _choose_backend(backend, trtexec)
     say("TensorRT {} via {}".format(version, "trtexec " + trtexec_path if trtexec_path else "Python bindings"))
     if policy.int8:
-        from ..doctor import cuda_device
+        from ..probes import cuda_device
 
         require_int8_device(cuda_device(), onnx_path)  # where it is known before the build; else after it
     if version_compatible and tuple(version) < (8, 6):
@@ -304,7 +304,7 @@ def _timer(backend, trtexec_path):
         return ("tensorrt", None), None
     except EdgeAttnError as error:
         reason = error.format_message()
-    from ..doctor import find_trtexec
+    from ..trtexec.locate import find_trtexec
 
     path = find_trtexec(None)[0]
     if path:
@@ -462,7 +462,7 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
         raise EdgeAttnError("TensorRT reported success but wrote no engine for {}".format(onnx_path))
     if policy.int8:
         require_int8_device(details.get("device"), onnx_path)
-    from ..doctor import jetson_context
+    from ..probes import jetson_context
 
     jetson = jetson_context(with_clocks=False)
     rebuild = job.rebuild

@@ -18,7 +18,7 @@ def _current_device():
 
         return open_cuda().device()
     except EdgeAttnError:
-        from ..doctor import cuda_device
+        from ..probes import cuda_device
 
         return cuda_device()
 

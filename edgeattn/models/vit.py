@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 
 from ..errors import EdgeAttnError
-from ..ops._common import check_tokens, require
+from ..ops import check_tokens, require
 from ..ops.elfatt import ELFATTAttention
 from ..ops.multispot import multi_spot_attention
 from ..ops.softmax import MultiHeadSoftmaxAttention, softmax_attention

@@ -22,7 +22,7 @@ Agent                      agent.agent_attention                   AgentAttentio
 FLatten (focused linear)   flatten.focused_linear_attention        FocusedLinearAttention
 =========================  ======================================  ===============================
 """
-from ._common import OpShapeError
+from ._common import OpShapeError, check_tokens, require
 from .agent import AgentAttention, agent_attention
 from .blockify import BlockifyAttention, blockify_attention
 from .config import plugin_ops_enabled, use_plugin_ops
@@ -38,7 +38,7 @@ from .softmax import MultiHeadSoftmaxAttention, softmax_attention
 from .swin import ShiftedWindowAttention, windowed_biased_attention
 
 __all__ = [
-    "OpShapeError", "use_plugin_ops", "plugin_ops_enabled",
+    "OpShapeError", "check_tokens", "require", "use_plugin_ops", "plugin_ops_enabled",
     "softmax_attention", "MultiHeadSoftmaxAttention",
     "cross_shaped_window_attention", "CrossShapedWindowAttention",
     "blockify_attention", "BlockifyAttention",

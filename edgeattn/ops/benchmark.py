@@ -19,6 +19,7 @@ import time
 import torch
 
 from .. import cost
+from ..probes import cpu_info, host_info, python_info
 from ._common import OpShapeError
 from .blockify import blockify_attention
 from .cswin import cross_shaped_window_attention
@@ -134,26 +135,16 @@ def measure_gemm(size=1024, repeats=5, min_time_s=0.2):
             "gflops": flops / timing["min_ms"] / 1e6, "gflops_median": flops / timing["median_ms"] / 1e6}
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def run_context():
     """Where the numbers come from: torch version, threads, CPU model, Python, OS, load when it started."""
     try:
         load = list(os.getloadavg())
     except OSError:
         load = None
+    cpu = cpu_info()  # the probes of every run record (bench, doctor), here with torch's thread settings
     return {"loadavg_at_start": load, "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "interop_threads": torch.get_num_interop_threads(), "cpu_model": cpu_model(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "interop_threads": torch.get_num_interop_threads(), "cpu_model": cpu["model"],
+            "cpu_count": cpu["cores_logical"], "python": python_info()["version"], "platform": host_info()["os"],
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
 
 

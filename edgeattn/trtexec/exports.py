@@ -60,7 +60,9 @@ def _json_or_none(text):
     return None
 
 
-def _load_records(text, what):
+def load_records(text, what):
+    """The records of a trtexec JSON export (``what``: its option, for the message): the JSON list, or, when the
+    file does not parse as a whole (truncated, C++ number tokens in odd places), its complete records line by line."""
     data = _json_or_none(text)
     if isinstance(data, list):
         return data
@@ -74,7 +76,7 @@ def parse_times(text):
     """Records of an ``--exportTimes`` file (list of dicts with :data:`TIME_KEYS`, plus ``endToEndMs`` on 8.x).
 
     Raises :class:`EdgeAttnError` if no record has the timing keys."""
-    records = [r for r in _load_records(text, "--exportTimes") if _is_time_record(r)]
+    records = [r for r in load_records(text, "--exportTimes") if _is_time_record(r)]
     if not records:
         raise EdgeAttnError("trtexec --exportTimes export has no timing records")
     return records
@@ -126,7 +128,7 @@ def trace_samples(records):
 def parse_profile(text):
     """An ``--exportProfile`` file: ``{"count": N, "layers": [{"name", "timeMs", "averageMs", "medianMs" (None
     before 8.4), "percentage"}]}``."""
-    records = _load_records(text, "--exportProfile")
+    records = load_records(text, "--exportProfile")
     count = None
     layers = []
     for record in records:

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from bench_helpers import install_trtexec, write_plugin_library
-from edgeattn.doctor import cpu_info, cuda_device, diagnose, format_report
+from edgeattn.doctor import diagnose, format_report
+from edgeattn.probes import cpu_info, cuda_device
 
 # `nvpmodel -q` on a Jetson Nano (tests/fixtures/jetson/nvpmodel/query_nano_jp4_fan_warn.txt, a published capture from
 # a real device).
