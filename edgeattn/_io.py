@@ -1,5 +1,5 @@
 """File helpers shared by every command that writes results: atomic writes, all-or-nothing groups of outputs,
-output permissions, advisory locks and content hashes.
+output permissions, advisory locks, content hashes, and reading back the JSON records edgeattn writes.
 
 Every output goes through :func:`atomic_write` or :func:`atomic_path`: the data is written to a temporary file in
 the destination's directory, flushed to disk, given the permissions a plain ``open()`` would have given it, and
@@ -273,6 +273,31 @@ def write_json(path, obj, indent=2):
     with atomic_write(path, "w") as handle:
         json.dump(obj, handle, indent=indent)
         handle.write("\n")
+
+
+def read_json(path, kind, schema=None, what=None):
+    """The JSON record in ``path`` (UTF-8): a JSON object, and with ``schema`` one whose ``"schema"`` is that id.
+
+    Everything else raises :class:`EdgeAttnError` in one line: a missing or unreadable file (``"cannot read
+    <what> PATH: ..."``, ``what`` naming the file in words, e.g. "the engine manifest"), a file that is not JSON,
+    and a value that is not a JSON object or carries another schema id (``"PATH is not <kind> ..."``, ``kind`` e.g.
+    "an edgeattn engine manifest").
+    """
+    named = "{} {}".format(what, path) if what else str(path)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            value = json.load(handle)
+    except FileNotFoundError:
+        raise EdgeAttnError("no such file: {}".format(named))
+    except OSError as error:
+        raise EdgeAttnError("cannot read {}: {}".format(named, error.strerror or error))
+    except ValueError as error:  # UnicodeDecodeError is one too
+        raise EdgeAttnError("cannot read {}: it is not JSON ({})".format(named, error))
+    if not isinstance(value, dict):
+        raise EdgeAttnError("{} is not {} (a JSON object)".format(path, kind))
+    if schema is not None and value.get("schema") != schema:
+        raise EdgeAttnError("{} is not {} (schema {!r}, expected {})".format(path, kind, value.get("schema"), schema))
+    return value
 
 
 def sha256_file(path, chunk_size=1 << 20):

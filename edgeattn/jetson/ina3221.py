@@ -16,6 +16,7 @@ import time
 
 from ..errors import EdgeAttnError
 from . import rooted
+from .samples import SampleBuffer
 
 MIN_INTERVAL_S = 0.5
 
@@ -168,20 +169,13 @@ class Ina3221Sampler(object):
         self.rails = list(rails)
         self.interval_s = float(interval_s)
         self._clock = clock
-        self._lock = threading.Lock()
-        self._samples = []
+        self._buffer = SampleBuffer()
         self._stop = threading.Event()
         self._thread = None
-        self.unparsed = 0
 
     def poll_once(self):
         values = read_rails(self.rails)
-        stamp = self._clock()
-        with self._lock:
-            if values:
-                self._samples.append((stamp, PowerReading(values)))
-            else:
-                self.unparsed += 1
+        self._buffer.add(self._clock(), PowerReading(values) if values else None)
 
     def _loop(self):
         while not self._stop.is_set():
@@ -198,10 +192,13 @@ class Ina3221Sampler(object):
     def running(self):
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def unparsed(self):
+        """Polls that read no rail."""
+        return self._buffer.unparsed
+
     def samples(self, since=None, until=None):
-        with self._lock:
-            return [(t, s) for t, s in self._samples
-                    if (since is None or t >= since) and (until is None or t <= until)]
+        return self._buffer.between(since, until)
 
     def forget_before(self, stamp):
         """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that

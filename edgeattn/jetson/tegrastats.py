@@ -21,6 +21,7 @@ import time
 
 from ..errors import EdgeAttnError
 from . import find_tool
+from .samples import SampleBuffer
 
 #: INA3221 averages refresh every ~430 ms (NVIDIA's ``nvpower.sh``
 #: configures 512-sample averages at boot); sampling faster only repeats values.
@@ -311,9 +312,7 @@ class TegrastatsSampler(object):
             raise EdgeAttnError("tegrastats is not installed (looked on PATH, /usr/sbin, /usr/bin)")
         self.interval_s = int(interval_ms) / 1000.0
         self._clock = clock
-        self._lock = threading.Lock()
-        self._samples = []
-        self.unparsed = 0
+        self._buffer = SampleBuffer()
         self._process = None
         self._thread = None
 
@@ -333,12 +332,8 @@ class TegrastatsSampler(object):
                     sample = parse_line(line)
                 except Exception:  # a parser bug must not kill the reader: count the line as unparsed
                     sample = None
-                with self._lock:
-                    if sample is None:
-                        if line.strip():
-                            self.unparsed += 1
-                    else:
-                        self._samples.append((received, sample))
+                if sample is not None or line.strip():  # a blank line is no reading
+                    self._buffer.add(received, sample)
         except (OSError, ValueError):
             pass
 
@@ -350,10 +345,13 @@ class TegrastatsSampler(object):
     def pid(self):
         return self._process.pid if self._process is not None else None
 
+    @property
+    def unparsed(self):
+        """Lines that were not a tegrastats sample."""
+        return self._buffer.unparsed
+
     def samples(self, since=None, until=None):
-        with self._lock:
-            return [(t, s) for t, s in self._samples
-                    if (since is None or t >= since) and (until is None or t <= until)]
+        return self._buffer.between(since, until)
 
     def forget_before(self, stamp):
         """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that

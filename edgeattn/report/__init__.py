@@ -8,12 +8,11 @@ error bars from the repeats. Everything under DIR is written atomically and as o
 plots/*.png|svg): a failure leaves the previous report as it was. The Markdown report embeds the PNGs, so a
 terminal-only workflow can open them beside it; the HTML report shows the SVGs.
 """
-import json
 import os
 import time
 
 from .. import filekind
-from .._io import all_or_nothing, atomic_write
+from .._io import all_or_nothing, atomic_write, read_json
 from .._version import __version__
 from ..errors import EdgeAttnError
 from .tables import html_table, load_sweep_tables, markdown_table, table_sections
@@ -180,18 +179,7 @@ def load_ops_record(path):
     """An ops benchmark record (``edgeattn ops-bench --json`` or benchmarks/ops_cpu.py); one-line errors."""
     filekind.require(path, ("edgeattn-json", "json"), "a sweep directory or an operator benchmark's JSON",
                      command="`edgeattn report`")
-    try:
-        with open(path) as handle:
-            record = json.load(handle)
-    except FileNotFoundError:
-        raise EdgeAttnError("no such file: {}".format(path))
-    except (OSError, UnicodeDecodeError) as error:
-        raise EdgeAttnError("cannot read {}: {}".format(path, getattr(error, "strerror", None) or error))
-    except ValueError as error:
-        raise EdgeAttnError("{} is not JSON ({})".format(path, error))
-    if not isinstance(record, dict):
-        raise EdgeAttnError("{} is not an ops benchmark record (a JSON object)".format(path))
-    return record
+    return read_json(path, "an ops benchmark record")
 
 
 def ops_summary_markdown(record):

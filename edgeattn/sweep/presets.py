@@ -14,7 +14,7 @@ imports torch: this module runs on the device side (Python 3.8, click/PyYAML/num
 import os
 import sys
 
-from .._io import write_json
+from .._io import read_json, write_json
 from .._subprocess import run_command
 from ..errors import EdgeAttnError
 
@@ -209,14 +209,11 @@ def write_preset_record(out_dir, preset, batch):
 
 def read_preset_record(out_dir):
     """(preset, record) written by :func:`write_preset_record`, or (None, None)."""
-    import json
-
     path = os.path.join(out_dir, PRESET_FILE)
     if not os.path.isfile(path):
         return None, None
+    record = read_json(path, "a preset record edgeattn wrote")
     try:
-        with open(path) as handle:
-            record = json.load(handle)
         return get_preset(record["preset"]), record
-    except (ValueError, KeyError, TypeError, EdgeAttnError) as error:
+    except (KeyError, TypeError, EdgeAttnError) as error:
         raise EdgeAttnError("{} is not a preset record edgeattn wrote ({})".format(path, error))

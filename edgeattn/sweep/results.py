@@ -11,7 +11,7 @@ import json
 import os
 
 from .. import filekind
-from .._io import atomic_write
+from .._io import atomic_write, read_json
 from ..errors import EdgeAttnError
 
 RESULTS_SCHEMA = "edgeattn.sweep/1"
@@ -278,12 +278,4 @@ def load_results(out_dir):
         if os.path.lexists(out_dir) and not os.path.isdir(out_dir) and not out_dir.endswith(".json"):
             raise EdgeAttnError("{} is not a sweep directory".format(out_dir))
         raise EdgeAttnError("no sweep results at {} (run `edgeattn sweep ... -o DIR` first)".format(path))
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as error:
-        raise EdgeAttnError("cannot read {}: {}".format(path, error))
-    if not isinstance(data, dict) or data.get("schema") != RESULTS_SCHEMA:
-        raise EdgeAttnError("{} is not an edgeattn sweep result (schema {!r})".format(
-            path, data.get("schema") if isinstance(data, dict) else None))
-    return validate_results(data, path)
+    return validate_results(read_json(path, "an edgeattn sweep result", schema=RESULTS_SCHEMA), path)

@@ -1,10 +1,9 @@
 """The sweep's resume file (``DIR/sweep-state.json``): what was asked, the original board state, the plan, and
 where the sweep stopped. Written atomically whenever it changes; ``--resume`` reads it after a reboot, a failure
 or an interruption, so the original mode and clocks are known even when the board has rebooted since."""
-import json
 import os
 
-from .._io import write_json
+from .._io import read_json, write_json
 from ..errors import EdgeAttnError
 
 STATE_FILE = "sweep-state.json"
@@ -25,11 +24,4 @@ def load_state(out_dir):
     path = state_path(out_dir)
     if not os.path.isfile(path):
         raise EdgeAttnError("nothing to resume: {} does not exist (start the sweep without --resume)".format(path))
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (OSError, ValueError) as error:
-        raise EdgeAttnError("cannot read the resume file {}: {}".format(path, error))
-    if not isinstance(state, dict) or state.get("schema") != STATE_SCHEMA:
-        raise EdgeAttnError("{} is not an edgeattn sweep resume file".format(path))
-    return state
+    return read_json(path, "an edgeattn sweep resume file", schema=STATE_SCHEMA, what="the resume file")

@@ -37,10 +37,9 @@ loading it, and its engine sha256 lets ``sweep --resume`` find damaged engines. 
      "rebuild_command": "edgeattn build ..."}
 """
 import hashlib
-import json
 import os
 
-from .._io import sha256_file
+from .._io import read_json, sha256_file
 from ..errors import EdgeAttnError
 
 MANIFEST_SCHEMA = "edgeattn.engine/1"
@@ -56,14 +55,7 @@ def read_manifest(engine_path):
     path = manifest_path(engine_path)
     if not os.path.exists(path):
         return None
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-    except (OSError, ValueError) as error:
-        raise EdgeAttnError("cannot read the engine manifest {}: {}".format(path, error))
-    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-        raise EdgeAttnError("{} is not an edgeattn engine manifest (expected schema {})".format(
-            path, MANIFEST_SCHEMA))
+    manifest = read_json(path, "an edgeattn engine manifest", schema=MANIFEST_SCHEMA, what="the engine manifest")
     problem = manifest_problem(manifest)
     if problem:
         raise EdgeAttnError("engine manifest {} is malformed: {}".format(path, problem))

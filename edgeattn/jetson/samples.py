@@ -1,0 +1,24 @@
+"""The buffer a power/telemetry sampler thread fills and a sweep reads: ``(time, sample)`` pairs in arrival order,
+and how many readings gave no sample (an unparsable tegrastats line, an INA3221 read that returned nothing)."""
+import threading
+
+
+class SampleBuffer(object):
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._samples = []
+        self.unparsed = 0
+
+    def add(self, stamp, sample):
+        """Keep ``sample`` taken at ``stamp``; None counts as a reading that gave no sample."""
+        with self._lock:
+            if sample is None:
+                self.unparsed += 1
+            else:
+                self._samples.append((stamp, sample))
+
+    def between(self, since=None, until=None):
+        """The ``(time, sample)`` pairs with ``since <= time <= until`` (either bound open when None)."""
+        with self._lock:
+            return [(t, s) for t, s in self._samples
+                    if (since is None or t >= since) and (until is None or t <= until)]
