@@ -347,7 +347,7 @@ def open_side(path, arch=None, checkpoint_key=None, trust_pickle=False, backend=
         return CheckpointSide(path, arch=arch, checkpoint_key=checkpoint_key, trust_pickle=trust_pickle)
     from ..bench import check_model_file
 
-    kind = check_model_file(path)
+    kind = check_model_file(path, allow_engine_host_code=allow_engine_host_code)
     if kind == "onnx":
         return OnnxSide(path)
     return EngineSide(path, backend=backend, plugins=plugins, trtexec=trtexec,

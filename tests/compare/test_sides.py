@@ -132,3 +132,17 @@ def test_tensorrt_variant_onnx_is_explained(invoke, classifier, tmp_path):
     variant.write_bytes(matmul_model(with_custom=True, with_function=False))
     line = _one_error_line(invoke(["compare", str(variant), classifier("b.onnx")], expect=2))
     assert "ONNX Runtime cannot run EdgeAttnLiteMLA" in line and "local functions" in line
+
+
+def test_a_host_code_engine_is_compared_only_with_the_explicit_flag(invoke, classifier, fake_trtexec, tmp_path,
+                                                                     no_jetson):
+    """`compare` refuses a version-compatible engine (it embeds host code) with the same line as `bench`, and
+    --allow-engine-host-code lets it run: the engine check is the tensorrt layer's, shared with bench and sweep."""
+    trtexec = fake_trtexec("10.3.0")
+    model = classifier("model.onnx")
+    invoke(["build", model, "--backend", "trtexec", "--trtexec", trtexec, "--plugins", "off",
+            "--version-compatible"], expect=0)
+    args = ["compare", str(tmp_path / "model.engine"), model, "--trtexec", trtexec, "--inputs", "2", "--quiet"]
+    result = invoke(args, expect=2)
+    assert result.stderr.count("\n") == 1 and "version-compatible engine: loading it runs host code" in result.stderr
+    invoke(args + ["--allow-engine-host-code"], expect=0)
