@@ -27,6 +27,7 @@ from .._io import sha256_file
 from ..console import warn
 from ..errors import EdgeAttnError
 from ..tensorrt import manifest as manifest_module
+from ..tensorrt.api import tensorrt_importable
 from .context import run_context
 from .stats import latency_stats, throughput
 from .timing import check_run_length
@@ -71,14 +72,6 @@ def check_model_file(path, allow_engine_host_code=False):
     return kind
 
 
-def _tensorrt_importable():
-    try:
-        import tensorrt  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def choose_backend(backend, kind, trtexec):
     """The backend that runs a ``kind`` (``"onnx"`` or ``"engine"``) file for ``--backend backend``."""
     if backend not in BACKENDS:
@@ -89,7 +82,7 @@ def choose_backend(backend, kind, trtexec):
         raise EdgeAttnError("ONNX Runtime runs ONNX files, not TensorRT engines; use --backend tensorrt or trtexec")
     if backend != "auto":
         return backend
-    if _tensorrt_importable():
+    if tensorrt_importable():
         try:
             from ..tensorrt.cuda import open_cuda
             open_cuda()

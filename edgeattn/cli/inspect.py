@@ -95,9 +95,9 @@ def _describe_engine(path, backend, plugins, trtexec, allow_engine_host_code):
     check_model_file(path, allow_engine_host_code=allow_engine_host_code)
     manifest = manifest_module.read_manifest(path) or {}
     if backend == "auto":
-        from ..bench import _tensorrt_importable
+        from ..tensorrt.api import tensorrt_importable
 
-        backend = "tensorrt" if _tensorrt_importable() else "trtexec"
+        backend = "tensorrt" if tensorrt_importable() else "trtexec"
     if backend == "tensorrt":
         text, version = _engine_layers_with_tensorrt(path, manifest, plugins)
     else:

@@ -21,13 +21,13 @@ Modules: :mod:`.inputs` (what both sides run on), :mod:`.sides` (opening and run
 its text), :mod:`.check` (``edgeattn build --check``).
 """
 from .check import CHECK_INPUTS, CHECK_TOLERANCES, check_engine, format_check
-from .inputs import (DEFAULT_INPUTS, IMAGENET_MEAN, IMAGENET_STD, SKIMAGE_PICTURES, make_inputs, preprocess,
-                     sample_pictures, write_sample_pictures)
-from .metrics import DEFAULT_ATOL, DEFAULT_RTOL
+from .inputs import (CROP_FRACTION, DEFAULT_INPUTS, IMAGE_EXTENSIONS, IMAGENET_MEAN, IMAGENET_STD, SKIMAGE_PICTURES,
+                     import_pillow, make_inputs, preprocess, sample_pictures, write_sample_pictures)
+from .metrics import DEFAULT_ATOL, DEFAULT_RTOL, class_agreement
 from .report import SCHEMA, compare_models, format_report
 from .sides import parse_exported_outputs
 
-__all__ = ["CHECK_INPUTS", "CHECK_TOLERANCES", "DEFAULT_ATOL", "DEFAULT_INPUTS", "DEFAULT_RTOL", "IMAGENET_MEAN",
-           "IMAGENET_STD", "SCHEMA", "SKIMAGE_PICTURES", "check_engine", "compare_models", "format_check",
-           "format_report", "make_inputs", "parse_exported_outputs", "preprocess", "sample_pictures",
-           "write_sample_pictures"]
+__all__ = ["CHECK_INPUTS", "CHECK_TOLERANCES", "CROP_FRACTION", "DEFAULT_ATOL", "DEFAULT_INPUTS", "DEFAULT_RTOL",
+           "IMAGE_EXTENSIONS", "IMAGENET_MEAN", "IMAGENET_STD", "SCHEMA", "SKIMAGE_PICTURES", "check_engine",
+           "class_agreement", "compare_models", "format_check", "format_report", "import_pillow", "make_inputs",
+           "parse_exported_outputs", "preprocess", "sample_pictures", "write_sample_pictures"]

@@ -16,7 +16,7 @@ SKIMAGE_PICTURES = ("astronaut", "chelsea", "coffee", "rocket", "stereo_motorcyc
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm", ".webp", ".tif", ".tiff")
 
 
-def _import_pillow():
+def import_pillow():
     try:
         from PIL import Image
     except ImportError:
@@ -45,7 +45,7 @@ def sample_pictures():
 
 def write_sample_pictures(directory):
     """Write :func:`sample_pictures` as PNG files into ``directory``; returns their paths."""
-    Image = _import_pillow()
+    Image = import_pillow()
     os.makedirs(directory, exist_ok=True)
     paths = []
     for name, array in sample_pictures():
@@ -56,7 +56,7 @@ def write_sample_pictures(directory):
 
 
 def _pictures_in(directory):
-    Image = _import_pillow()
+    Image = import_pillow()
     if not os.path.isdir(directory):
         raise EdgeAttnError("--images {}: not a directory (or 'skimage' for the bundled sample pictures)".format(
             directory))
@@ -77,7 +77,7 @@ def _pictures_in(directory):
 def preprocess(array, height, width):
     """HxWx3 uint8 -> 3 x height x width float32: shorter side to size/0.875 (bicubic), centre crop, ImageNet
     normalisation."""
-    Image = _import_pillow()
+    Image = import_pillow()
     picture = Image.fromarray(array)
     scale = max(height / CROP_FRACTION / picture.height, width / CROP_FRACTION / picture.width)
     size = (max(width, int(round(picture.width * scale))), max(height, int(round(picture.height * scale))))

@@ -53,7 +53,7 @@ def _number(value):
     return value if np.isfinite(value) else None
 
 
-def _agreement(a, b):
+def class_agreement(a, b):
     """Cosine similarity per sample, and top-1 / top-5 agreement for (N, C >= 5) classifier outputs."""
     a64 = a.reshape(len(a), -1).astype(np.float64)
     b64 = b.reshape(len(b), -1).astype(np.float64)

@@ -2,7 +2,7 @@
 text."""
 from ..errors import EdgeAttnError
 from .inputs import make_inputs
-from .metrics import DEFAULT_ATOL, DEFAULT_RTOL, _agreement, _common_outputs, _polygraphy_compare
+from .metrics import DEFAULT_ATOL, DEFAULT_RTOL, _common_outputs, _polygraphy_compare, class_agreement
 from .sides import ENGINE_BACKENDS, _input_size, _polygraphy, open_side
 
 SCHEMA = "edgeattn.compare/1"
@@ -54,7 +54,7 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
                 name, list(out_a[name].shape), a, list(out_b[name].shape), b))
     per_output = _polygraphy_compare(out_a, out_b, atol, rtol)
     primary = next(iter(out_b))
-    agreement = _agreement(out_a[primary], out_b[primary])
+    agreement = class_agreement(out_a[primary], out_b[primary])
     failures = ["output {}: outside --atol {:g} and --rtol {:g} (max abs {:.3g}, max rel {:.3g})".format(
         name, atol, rtol, entry["max_abs"] or float("nan"), entry["max_rel"] or float("nan"))
         for name, entry in per_output.items() if not entry["passed"]]

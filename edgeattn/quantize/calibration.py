@@ -12,9 +12,9 @@ SOURCES_HELP = "DIR (pictures), 'skimage' (scikit-image's bundled photographs) o
 
 
 def _pictures_in(directory, limit, warn):
-    from ..compare.inputs import IMAGE_EXTENSIONS, _import_pillow
+    from ..compare import IMAGE_EXTENSIONS, import_pillow
 
-    Image = _import_pillow()
+    Image = import_pillow()
     names = sorted(name for name in os.listdir(directory) if name.lower().endswith(IMAGE_EXTENSIONS))
     if not names:
         raise EdgeAttnError("--calib {}: no pictures ({}) in the directory".format(

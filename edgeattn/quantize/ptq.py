@@ -185,9 +185,9 @@ def run_onnx(model, array, batch=None):
 
 def agreement(quantized_out, reference_out):
     """Cosine (min, mean) and top-1 agreement of ``quantized_out`` against ``reference_out`` (compare's metrics)."""
-    from ..compare.metrics import _agreement
+    from ..compare import class_agreement
 
-    record = _agreement(quantized_out, reference_out)
+    record = class_agreement(quantized_out, reference_out)
     return {"cosine_min": record["cosine_min"], "cosine_mean": record["cosine_mean"], "top1": record["top1"]}
 
 

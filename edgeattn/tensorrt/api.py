@@ -30,6 +30,15 @@ def import_tensorrt(needed_for):
     return trt
 
 
+def tensorrt_importable():
+    """Whether TensorRT's Python bindings import here (without keeping them imported by name)."""
+    try:
+        import tensorrt  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def tensorrt_version(trt):
     return TrtVersion(trt.__version__)
 
