@@ -1,7 +1,10 @@
 """``run_sweep``: benchmark models across a board's power modes and write results.json / results.csv.
 
 This module runs the loop and owns the sweep directory's life cycle (lock, resume file, replacing a finished
-sweep) and the signals; what to measure is :mod:`.plan`, the engines it measures :mod:`.engines`.
+sweep); what to measure is :mod:`.plan`, the engines it measures :mod:`.engines`, the signals :mod:`.signals`, the
+board :mod:`.controllers`. It stays one piece (~600 lines) because the directory's life cycle, the loop and the
+restore in its ``finally`` share one state (the resume file, the original board state, the rows not yet given
+their power): split apart, each would have to hand that state back and forth.
 
 For each mode: switch (or skip when it needs a reboot, unless --allow-reboot: then save the resume file and
 reboot), optionally lock clocks, settle, then run the benchmark for every model x precision x repeat while power
@@ -17,10 +20,8 @@ import functools
 import math
 import os
 import platform
-import signal
 import socket
 import sys
-import threading
 import time
 
 from .._io import check_output_path, exclusive_lock, outputs_now
@@ -36,19 +37,8 @@ from .engines import build_engines, default_engine_builder
 from .plan import AS_BUILT, SweepOptions, model_entries, order_modes, parse_modes, parse_precisions, \
     plan_variants, resolve_board_profile
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
+from .signals import SweepInterrupted, hold_signals, raise_on_signals
 from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
-
-class SweepInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived during a sweep (raised from the signal handler so that ``finally`` runs)."""
-
-    def __init__(self, signum):
-        KeyboardInterrupt.__init__(self, "signal {}".format(signum))
-        self.signum = signum
-
-    @property
-    def exit_code(self):
-        return 128 + int(self.signum)
-
 
 class SweepOutcome(object):
     def __init__(self, status, out_dir, rows, skipped, restore, message=None):
@@ -68,53 +58,6 @@ def default_bench():
         raise EdgeAttnError("edgeattn.bench.run_benchmark is not available ({}); it runs every sweep measurement"
                             .format(error))
     return run_benchmark
-
-
-# --------------------------------------------------------------------------------------------------------------
-# signals
-# --------------------------------------------------------------------------------------------------------------
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _in_main_thread():
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def _raise_on_signals():
-    if not _in_main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise SweepInterrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@contextlib.contextmanager
-def _hold_signals(echo):
-    """While restoring, a second Ctrl-C must not abandon the board half-restored: note it and carry on."""
-    if not _in_main_thread():
-        yield
-        return
-    received = []
-
-    def handler(signum, frame):
-        received.append(signum)
-        echo("restoring the original power mode and clocks; please wait")
-
-    previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
-    try:
-        yield received
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -482,7 +425,7 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
     status, interruption, failure, message = "failed", None, None, None
     telemetry = Telemetry()
     unpowered = []  # measured rows waiting for the power samples that cover the end of their window
-    with _raise_on_signals():
+    with raise_on_signals():
         try:
             if profile.is_jetson:
                 telemetry = start_telemetry(root, options["power_source"], options["interval_ms"],
@@ -619,7 +562,7 @@ def _flush(pending, telemetry, store, options, wait):
 
 def _finish(controller, store, state, telemetry, original, options, status, message, echo, unpowered=None):
     """Stop samplers, restore the board (unless it is rebooting into the next mode), write the final files."""
-    with _hold_signals(echo):
+    with hold_signals(echo):
         try:
             _flush(unpowered or [], telemetry, store, options, wait=True)
         except Exception as error:  # results must not stop the restore

@@ -13,7 +13,7 @@ from sweep_timing import FAST_INTERVAL_MS, scaled
 from edgeattn.errors import EdgeAttnError
 from edgeattn.jetson import clocks, default_root, nvpmodel
 from edgeattn.sweep import run_sweep
-from edgeattn.sweep import plan, runner
+from edgeattn.sweep import plan, runner, signals
 from edgeattn.sweep.controllers import JetsonController
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -217,7 +217,7 @@ def test_resume_refusals(fake_board, fast_sampling, tmp_path):
 
 def test_signals_are_held_while_restoring():
     lines = []
-    with runner._hold_signals(lines.append) as received:
+    with signals.hold_signals(lines.append) as received:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
     assert received == [signal.SIGINT] and "please wait" in lines[0]
