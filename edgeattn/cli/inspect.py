@@ -49,11 +49,12 @@ def _engine_layers_with_trtexec(path, manifest, plugins, trtexec):
     import shutil
     import tempfile
 
-    from ..bench.trtexec_backend import locate, run_for_export
-    from ..doctor import cuda_device
+    from ..bench.trtexec_backend import run_for_export
+    from ..probes import cuda_device
     from ..tensorrt import manifest as manifest_module
     from ..tensorrt import plugin_library
     from ..trtexec import flags
+    from ..trtexec.locate import locate
 
     executable, version = locate(trtexec)
     manifest_module.preflight(path, manifest, version, cuda_device())  # before TensorRT's own error
@@ -71,7 +72,7 @@ def _engine_layers_with_trtexec(path, manifest, plugins, trtexec):
 
 
 def _engine_layers_with_tensorrt(path, manifest, plugins):
-    from ..doctor import cuda_device
+    from ..probes import cuda_device
     from ..tensorrt import manifest as manifest_module
     from ..tensorrt import plugin_library
     from ..tensorrt.inspector import engine_layer_info

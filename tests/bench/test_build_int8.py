@@ -96,9 +96,9 @@ def test_int8_support_by_compute_capability(capability, supported):
 
 def test_int8_refused_before_building_when_the_gpu_is_known(invoke, fake_trtexec, tmp_path, write_model,
                                                             monkeypatch):
-    import edgeattn.doctor as doctor
+    import edgeattn.probes as probes
 
-    monkeypatch.setattr(doctor, "cuda_device", lambda *a, **k: {"name": "Jetson TX2 (Pascal)",
+    monkeypatch.setattr(probes, "cuda_device", lambda *a, **k: {"name": "Jetson TX2 (Pascal)",
                                                                 "compute_capability": "6.2"})
     model = write_model(qdq_matmul_model())
     _one_error_line(invoke(["build", model, "--precision", "int8", "--backend", "trtexec", "--trtexec",
