@@ -161,7 +161,7 @@ def test_tensorrt_runtime_allows_host_code_only_with_the_flag(flag):
     manifest = {"tensorrt": {"version": "10.3.0", "version_compatible": True}}
     with pytest.raises(EdgeAttnError, match="could not deserialize"):
         tensorrt_backend._run(trt, "10.3.0", None, None, "m.engine", b"plan", manifest, 1, 0, None, 1, False, None,
-                              flag)
+                              flag, None)
     assert _Runtime.seen is flag
 
 
