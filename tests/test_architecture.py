@@ -29,9 +29,11 @@ LAYERS = [
      "(manifest, checks, deserialization, CUDA) - neither imports the other",
      ["ops", "models", "export", "tensorrt"]),
     ("bench", "running a model file and timing it", ["bench"]),
-    ("build", "building engines; times plugin candidates through bench's public run_benchmark", ["engine"]),
-    ("workflows", "sweeps, comparisons, INT8 quantization, the doctor report",
-     ["sweep", "compare", "quantize", "doctor"]),
+    ("compare | quantize", "two models on the same inputs; post-training INT8 (both run models through bench)",
+     ["compare", "quantize"]),
+    ("build", "building engines; times plugin and precision candidates through bench's public run_benchmark and "
+     "checks them with compare's compare_models", ["engine"]),
+    ("workflows", "sweeps, the doctor report", ["sweep", "doctor"]),
     ("report", "tables and plots of sweeps and ops records", ["report"]),
     ("cli", "the commands", ["cli"]),
 ]
