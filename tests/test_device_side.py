@@ -60,8 +60,8 @@ DEVICE_SIDE_GLOBS = [
 ]
 
 # Test directories that exercise only the device-side path (each may skip tests needing onnx/onnxruntime).
-DEVICE_SIDE_TEST_DIRS = ["tests/bench", "tests/engine", "tests/tensorrt_runtime", "tests/trtexec", "tests/jetson", "tests/sweep",
-                         "tests/report", "tests/plugins"]
+DEVICE_SIDE_TEST_DIRS = ["tests/bench", "tests/engine", "tests/tensorrt_runtime", "tests/trtexec", "tests/jetson",
+                         "tests/sweep", "tests/report", "tests/plugins"]
 HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "tensorrt", "onnx_graphsurgeon", "polygraphy", "matplotlib")
 
 

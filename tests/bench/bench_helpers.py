@@ -1,4 +1,5 @@
-"""Helpers for the build/bench/doctor tests (tests/bench, tests/engine, tests/tensorrt, tests/trtexec, tests/compare):
+"""Helpers for the build/bench/doctor tests (tests/bench, tests/engine, tests/tensorrt_runtime, tests/trtexec,
+tests/compare):
 tiny ONNX models written with onnx.helper, fake trtexec installs, fake plugin libraries, a stand-in for
 edgeattn.plugins, the verbatim trtexec captures, and the fixtures each of those directories' conftest.py imports."""
 import os
