@@ -1,4 +1,4 @@
-"""Optimization profiles and the FP16 precision policy (the manifest rules are tests/tensorrt_runtime/test_manifest.py)."""
+"""Optimization profiles and the FP16 precision policy (the manifest rules: tests/tensorrt_runtime/test_manifest.py)."""
 import numpy as np
 import pytest
 
