@@ -299,7 +299,7 @@ def test_inspect_engine_through_the_tensorrt_python_api(invoke, built_engine, mo
     engine, _ = built_engine
     trt, calls, _context = _stand_in_tensorrt(_text(RESNET), [])
     monkeypatch.setitem(sys.modules, "tensorrt", trt)
-    monkeypatch.setattr("edgeattn.doctor.cuda_device", lambda: {"name": "Orin", "compute_capability": "8.7"})
+    monkeypatch.setattr("edgeattn.probes.cuda_device", lambda: {"name": "Orin", "compute_capability": "8.7"})
     data = json.loads(invoke(["inspect", engine, "--backend", "tensorrt", "--json"], expect=0).stdout)
     assert calls["format"] == "JSON" and calls["data"].startswith(b"FAKE-TRT-ENGINE")
     assert data["layer_count"] == 36 and data["precision_totals"] == {"fp16": 35, "fp32": 1}

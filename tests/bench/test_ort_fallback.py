@@ -56,7 +56,7 @@ def test_bench_is_quiet_when_the_session_kept_the_gpu(invoke, write_model, monke
     model = write_model(matmul_model(features=8))
     monkeypatch.setitem(sys.modules, "onnxruntime", _stand_in_onnxruntime(
         ["CUDAExecutionProvider", "CPUExecutionProvider"]))
-    monkeypatch.setattr("edgeattn.doctor.cuda_device", lambda: None)
+    monkeypatch.setattr("edgeattn.probes.cuda_device", lambda: None)
     result = invoke(["bench", model, "--provider", "cuda", "--iterations", "10", "--warmup-s", "0"], expect=0)
     assert "warning" not in result.stderr
 

@@ -164,10 +164,10 @@ def test_int8_sets_the_int8_flag_beside_the_fp16_policy(fake_trt, tmp_path, writ
 
 
 def test_int8_refused_on_a_gpu_without_it_before_building(fake_trt, tmp_path, write_model, monkeypatch):
-    import edgeattn.doctor as doctor
+    import edgeattn.probes as probes
 
     state = fake_trt([])
-    monkeypatch.setattr(doctor, "cuda_device", lambda *a, **k: {"name": "NVIDIA Tegra X1",
+    monkeypatch.setattr(probes, "cuda_device", lambda *a, **k: {"name": "NVIDIA Tegra X1",
                                                                 "compute_capability": "5.3"})
     with pytest.raises(EdgeAttnError, match="compute capability 5.3"):
         build_engine(write_model(qdq_matmul_model()), str(tmp_path / "m.engine"), precision="int8",
