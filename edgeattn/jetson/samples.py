@@ -22,3 +22,8 @@ class SampleBuffer(object):
         with self._lock:
             return [(t, s) for t, s in self._samples
                     if (since is None or t >= since) and (until is None or t <= until)]
+
+    def forget_before(self, stamp):
+        """Drop the samples taken before ``stamp`` (a sweep keeps only what its pending windows need)."""
+        with self._lock:
+            self._samples = [(t, s) for t, s in self._samples if t >= stamp]

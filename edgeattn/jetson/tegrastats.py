@@ -356,8 +356,7 @@ class TegrastatsSampler(object):
     def forget_before(self, stamp):
         """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that
         hours of sampling do not pile up in memory (benchmarks/long_sweep.py)."""
-        with self._lock:
-            self._samples = [(t, s) for t, s in self._samples if t >= stamp]
+        self._buffer.forget_before(stamp)
 
     def stop(self):
         """Terminate our tegrastats (never others') and wait for it; safe to call twice."""
