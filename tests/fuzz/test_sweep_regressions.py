@@ -171,13 +171,15 @@ def test_clocks_locked_before_the_sweep_and_never_stored_are_locked_again(fake_b
 def test_samples_no_window_needs_are_dropped(monkeypatch):
     """Every tegrastats sample of a sweep stayed in memory (about 4 KiB each: 40 KiB a second at the tests' 100 ms,
     170 MB over six hours at 500 ms; benchmarks/long_sweep.py measured RSS growing 139 KiB per measurement)."""
+    from edgeattn.jetson.samples import SampleBuffer
     from edgeattn.jetson.tegrastats import TegrastatsSampler
     from edgeattn.sweep import runner
     from edgeattn.sweep.results import ResultStore
 
     sampler = TegrastatsSampler.__new__(TegrastatsSampler)
-    sampler._lock, sampler.interval_s, sampler.source = __import__("threading").Lock(), 0.1, "tegrastats"
-    sampler._samples = [(1000.0 + i, parse_line("VDD_IN 5000mW/5000mW")) for i in range(300)]
+    sampler._buffer, sampler.interval_s, sampler.source = SampleBuffer(), 0.1, "tegrastats"
+    for i in range(300):
+        sampler._buffer.add(1000.0 + i, parse_line("VDD_IN 5000mW/5000mW"))
     sampler._process = type("Running", (), {"poll": lambda self: None})()
     tele = telemetry.Telemetry(power=sampler, board=sampler)
 
