@@ -23,11 +23,11 @@ LAYERS = [
     ("base", "errors, files, messages, formats: no edgeattn imports but each other",
      ["edgeattn", "_version", "errors", "_paths", "_subprocess", "_io", "console", "progress", "schemas", "cost",
       "filekind", "onnx_graph", "onnx_fold", "profiles"]),
-    ("host", "this machine and its tools: the Jetson, the plugin library loader, host probes, trtexec",
-     ["jetson", "plugins", "probes", "trtexec"]),
-    ("models | runtime", "PyTorch operators, models (with checkpoints) and export; the TensorRT runtime facts "
-     "(manifest, checks, deserialization, CUDA) - neither imports the other",
-     ["ops", "models", "export", "tensorrt"]),
+    ("host", "this machine: the Jetson board, host probes", ["jetson", "probes"]),
+    ("tools | models | runtime", "the plugin library (loader, kernels' C ABI, PyTorch CUDA ops) and trtexec; "
+     "PyTorch operators, models (with checkpoints) and export; the TensorRT runtime facts (manifest, checks, "
+     "deserialization, CUDA)",
+     ["plugins", "trtexec", "ops", "models", "export", "tensorrt"]),
     ("bench", "running a model file and timing it", ["bench"]),
     ("compare | quantize", "two models on the same inputs; post-training INT8 (both run models through bench)",
      ["compare", "quantize"]),

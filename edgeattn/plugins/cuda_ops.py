@@ -37,7 +37,7 @@ def _torch():
 
 
 def _shape_error(message):
-    from ..ops._common import OpShapeError
+    from ..ops import OpShapeError
     return OpShapeError(message)
 
 
