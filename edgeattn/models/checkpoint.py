@@ -188,8 +188,11 @@ def _corruption_detail(error):
 
 def _sniff(path):
     """'torchscript', 'zip' (torch.save >= 1.6), or 'legacy' (anything else; maybe an old pickle, maybe junk)."""
-    if not zipfile.is_zipfile(path):
-        return "legacy"
+    try:
+        if not zipfile.is_zipfile(path):
+            return "legacy"
+    except zipfile.BadZipFile:  # is_zipfile itself raises for a damaged zip64 end record ("span multiple disks")
+        return "zip"
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()

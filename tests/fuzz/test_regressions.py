@@ -207,3 +207,25 @@ def test_layer_info_with_a_format_that_is_not_a_string():
                                    "Inputs": [{"Name": "x", "Format/Datatype": {"odd": 1}}], "Outputs": []}]})
     description = describe_layers(parse_layer_info(text), "layers.json")  # was TypeError in the format regex
     assert description["layers"][0]["inputs"][0]["precision"] is None
+
+
+def test_checkpoint_zip_whose_zip64_locator_spans_disks(tmp_path):
+    """zipfile.is_zipfile itself raises BadZipFile for a zip64 end locator naming several disks."""
+    import io
+    import struct
+    import zipfile
+
+    pytest.importorskip("torch")
+    from edgeattn.models import checkpoint
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("state/data.pkl", b"\x80\x02}q\x00.")
+    data = buffer.getvalue()
+    end = data.rindex(b"PK\x05\x06")
+    locator = b"PK\x06\x07" + struct.pack("<LQL", 0, 0, 2)  # zip64 end locator: 2 disks
+    path = tmp_path / "model.pt"
+    path.write_bytes(data[:end] + locator + data[end:])
+    assert checkpoint._sniff(str(path)) == "zip"  # was BadZipFile out of is_zipfile
+    with pytest.raises(EdgeAttnError):
+        checkpoint.load_checkpoint(str(path))
