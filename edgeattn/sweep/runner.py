@@ -356,6 +356,12 @@ def _run_locked(asked, started, bench, engine_builder, model_check, root, echo):
             plan_ids = saved["plan"]
             plan = [by_id[i] for i in plan_ids if i in by_id]
             kept = store.load_existing()
+            # the modes skipped so far stay listed with their reasons, also when results.json was never written
+            # (a kill before the first row): the resume file has them
+            for entry in saved.get("skipped") or []:
+                if isinstance(entry, dict) and isinstance(entry.get("mode_id"), int) and isinstance(
+                        entry.get("reason"), str) and all(s.get("mode_id") != entry["mode_id"] for s in store.skipped):
+                    store.skip(entry)
             if saved.get("status") in ("starting", "running"):
                 echo("the previous run of this sweep did not finish (killed or crashed while {}, before restoring "
                      "the board); {} result row(s) kept, the rest run now".format(saved["status"], kept))

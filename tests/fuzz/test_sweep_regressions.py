@@ -196,3 +196,25 @@ def test_samples_no_window_needs_are_dropped(monkeypatch):
     assert len(store.rows) == 1 and len(pending) == 1
     kept = [t for t, _ in sampler.samples()]
     assert min(kept) == 1251.0 - runner.KEEP_SAMPLES_S and len(kept) == 300 - (1251 - 60 - 1000)
+
+
+def test_a_resumed_sweep_still_lists_the_modes_it_skipped(fake_board, fast_sampling, tmp_path):
+    """Killed before results.json was first written, a sweep's resume wrote results.json without the mode it had
+    skipped for a reboot: that mode's rows were missing with no reason (sweep_faults.py, SIGKILL)."""
+    from edgeattn.sweep import state as state_io
+
+    board = fake_board("orin-nano-8gb-original", mode=0)  # 0 and 1 need a reboot between them
+    lines = []
+    outcome = _placeholder_sweep(tmp_path, "out", lines)
+    assert [s["mode_id"] for s in outcome.skipped] == [1]
+    out = str(tmp_path / "out")
+    state = state_io.load_state(out)
+    state.update(status="running", done_modes=[])  # as a kill left it, before any row was saved
+    state_io.save_state(out, state)
+    os.unlink(os.path.join(out, "results.json"))
+    board.update_state(mode=0)
+    resumed = run_sweep([], resume=True, out_dir=out, bench=stubbench.make_bench(),
+                        engine_builder=stubbench.fake_engine_builder, echo=lines.append)
+    data = json.load(open(os.path.join(out, "results.json")))
+    assert [s["mode_id"] for s in data["skipped"]] == [1] and "reboot" in data["skipped"][0]["reason"]
+    assert [r["mode_id"] for r in resumed.rows] == [0]
