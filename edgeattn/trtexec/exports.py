@@ -88,8 +88,8 @@ _MAX_MS = 1e12
 
 
 def _finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and abs(value) < _MAX_MS
+    # abs() first: math.isfinite of an int beyond float's range raises OverflowError (a count of 400 digits)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < _MAX_MS
 
 
 def _is_time_record(record):

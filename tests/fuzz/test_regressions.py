@@ -229,3 +229,11 @@ def test_checkpoint_zip_whose_zip64_locator_spans_disks(tmp_path):
     assert checkpoint._sniff(str(path)) == "zip"  # was BadZipFile out of is_zipfile
     with pytest.raises(EdgeAttnError):
         checkpoint.load_checkpoint(str(path))
+
+
+def test_export_profile_count_beyond_floats_range():
+    from edgeattn.trtexec import exports
+
+    profile = exports.parse_profile('[\n  { "count" : ' + "9" * 400 + ' }\n]\n')  # was OverflowError in isfinite
+    assert profile == {"count": None, "layers": []}
+    assert exports.parse_profile('[\n  { "count" : 12 }\n]\n')["count"] == 12
