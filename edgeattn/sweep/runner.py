@@ -20,6 +20,7 @@ import functools
 import math
 import os
 import platform
+import signal
 import socket
 import sys
 import time
