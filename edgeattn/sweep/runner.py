@@ -38,7 +38,7 @@ from .engines import build_engines, default_engine_builder
 from .plan import AS_BUILT, SweepOptions, model_entries, order_modes, parse_modes, parse_precisions, \
     plan_variants, resolve_board_profile
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
-from .signals import SweepInterrupted, hold_signals, raise_on_signals
+from .signals import SweepInterrupted, hold_signals, raise_on_signals, signal_name
 from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
 
 class SweepOutcome(object):
@@ -524,7 +524,7 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                               unpowered)
     if interruption is not None:
         echo("sweep interrupted by {}; {} result row(s) kept in {}; continue with: edgeattn sweep --resume -o {}"
-             .format(_signal_name(interruption.signum), len(store.rows), out_dir, out_dir))
+             .format(signal_name(interruption.signum), len(store.rows), out_dir, out_dir))
         raise interruption
     if failure is not None:
         echo("sweep failed; {} result row(s) kept in {}; after fixing the cause, continue with: edgeattn sweep "
@@ -535,13 +535,6 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
 
 #: samples kept before the oldest window still to attribute: more than settling looks back (telemetry.settle)
 KEEP_SAMPLES_S = 60.0
-
-
-def _signal_name(signum):
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return "signal {}".format(signum)
 
 
 def _flush(pending, telemetry, store, options, wait):

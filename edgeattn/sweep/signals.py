@@ -60,3 +60,11 @@ def hold_signals(echo):
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def signal_name(signum):
+    """``SIGINT`` for 2; ``signal N`` for a number the platform does not name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return "signal {}".format(signum)
