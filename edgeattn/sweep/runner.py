@@ -20,7 +20,6 @@ import functools
 import math
 import os
 import platform
-import signal
 import socket
 import sys
 import time
