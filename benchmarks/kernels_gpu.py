@@ -2,6 +2,10 @@
 """Like-with-like GPU benchmark of the edgeattn CUDA kernels (issue 12 item 4): each kernel against the best PyTorch
 implementation of the *same* math on the same GPU; JSON out.
 
+Why one script of ~490 lines: what is left here is the per-op measurement loop and the command line; the cases
+and cost formulas (kernel_cases.py), the baselines (kernel_baselines.py) and the device report and timing
+(gpu_device.py) already live apart.
+
 Cases: the CSWin-T24181 stage shapes at 224, 384 and 512 (maps res/4, res/8, res/16, res/32; channels 64/128/256/
 512, heads 2/4/8/16; the ELFATT branches get half of each; windows = the model's defaults: stage-4 side for
 stages 1, 2, 4 and stage-3 side for stage 3, i.e. 7-7-14-7 / 12-12-24-12 / 16-16-32-16), batch 1 and 64, FP16 and

@@ -25,6 +25,9 @@ costs seconds rather than the product's minutes (SWEEP_DRIVER_TIMEOUT_CAP_S).
 
 Seeded: the same ``--seed`` gives the same trials (fault kinds, moments, board states, sweep options); the
 timing of signals is wall-clock and depends on the machine's load.
+
+Why one script of ~430 lines: the fault catalogue, the trial runner and the checks after each trial read the
+same trial record; split apart, each file would only be imported by the others.
 """
 import argparse
 import collections

@@ -5,6 +5,9 @@ Every output goes through :func:`atomic_write` or :func:`atomic_path`: the data 
 the destination's directory, flushed to disk, given the permissions a plain ``open()`` would have given it, and
 renamed over the destination. A failure (read-only place, permission, a directory in the way, disk full) raises
 :class:`edgeattn.errors.OutputError` naming the destination, and no partial or temporary file stays behind.
+
+Why one module of ~400 lines: the atomic writes, the all-or-nothing output groups, the permissions and the locks
+share one pending-files registry and one error mapping; split apart they would each need the other's internals.
 """
 import contextlib
 import errno
