@@ -62,7 +62,9 @@ DEVICE_SIDE_GLOBS = [
 # Test directories that exercise only the device-side path (each may skip tests needing onnx/onnxruntime).
 DEVICE_SIDE_TEST_DIRS = ["tests/bench", "tests/engine", "tests/tensorrt_runtime", "tests/trtexec", "tests/jetson",
                          "tests/sweep", "tests/report", "tests/plugins"]
-HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "tensorrt", "onnx_graphsurgeon", "polygraphy", "matplotlib")
+# skimage: the images extra (sample pictures), which the board-side set leaves out
+HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "tensorrt", "onnx_graphsurgeon", "polygraphy", "matplotlib",
+                 "skimage")
 
 
 def device_side_files():

@@ -157,6 +157,8 @@ def _classifier(tmp_path, write_model, invoke):
 def test_precision_auto_keeps_int8_only_where_faster(invoke, fake_trtexec, tmp_path, write_model, no_jetson,
                                                      monkeypatch, speedup, winner):
     pytest.importorskip("onnxruntime")
+    # the calibration and agreement pictures are scikit-image's (the images extra, not in the board-side set)
+    pytest.importorskip("skimage")
     model = _classifier(tmp_path, write_model, invoke)
     monkeypatch.setenv("FAKE_TRTEXEC_INT8_SPEEDUP", str(speedup))
     result = invoke(["build", model, "--precision", "auto", "--backend", "trtexec", "--trtexec",
