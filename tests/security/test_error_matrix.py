@@ -302,13 +302,12 @@ def _kind_argv(command, path, good, out):
             "power": ["power", path], "profiles": ["profiles", path], "report": ["report", path]}[command]
 
 
-@pytest.mark.parametrize("given", sorted(GIVEN_WORDS))
-@pytest.mark.parametrize("command", sorted(EXPECTED_WORDS))
+@pytest.mark.parametrize("command, given", [(command, given) for command in sorted(EXPECTED_WORDS)
+                                             for given in sorted(GIVEN_WORDS)
+                                             if given not in EXPECTED_WORDS[command][0]])  # not the kind it takes
 def test_a_file_of_another_kind_is_named_with_what_was_expected(invoke, tmp_path, good, other_kinds, command, given,
                                                                 monkeypatch):
     accepted, expected = EXPECTED_WORDS[command]
-    if given in accepted:
-        pytest.skip("{} takes {}".format(command, given))
     monkeypatch.chdir(str(tmp_path))
     path = other_kinds[given]
     before = sorted(os.listdir(os.path.dirname(path)))
