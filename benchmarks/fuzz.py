@@ -5,8 +5,9 @@ properties are those of the CI sample (tests/fuzz/fuzz_targets.py): the call ret
 one-line message, a returned record is strict JSON, nothing outside the input is read and nothing is written. Here
 each target runs ``--examples`` random examples (hypothesis, seeded); a failing example does not stop the run: it is
 counted, and the smallest failing inputs of each distinct failure (exception type and where it was raised) are kept.
-Per-example time is recorded too: the slowest example, and how many took over ``--slow-s`` (a parser that can hang
-shows up there).
+Per-example time is recorded too: the slowest example in wall-clock and in CPU seconds, how many took over
+``--slow-s`` of wall-clock time, and the inputs of the slowest ones (a parser that can hang shows up there; on a
+shared machine a wall-clock outlier whose CPU time is small was waiting for the CPU, not parsing).
 
     python benchmarks/fuzz.py --examples 10000 --jobs 8 --json benchmarks/results/fuzz.json
     python benchmarks/fuzz.py --examples 200 --targets tegrastats.line,engine.manifest --json runs/fuzz.json
@@ -32,6 +33,8 @@ sys.path.insert(0, os.path.join(REPO, "tests", "fuzz"))
 
 #: failing inputs kept per distinct failure, smallest first
 KEEP_SMALLEST = 3
+#: slowest inputs kept per target (by CPU time)
+KEEP_SLOWEST = 3
 SCHEMA = "edgeattn.fuzz-benchmark/1"
 
 
@@ -58,12 +61,14 @@ def run_target(target, examples, seed, workdir, slow_s, until=None):
 
     import fuzz_targets
 
-    stats = {"examples": 0, "failures": 0, "slow_examples": 0, "max_example_s": 0.0, "batches": 0}
+    stats = {"examples": 0, "failures": 0, "slow_examples": 0, "max_example_s": 0.0, "max_example_cpu_s": 0.0,
+             "batches": 0}
     failures = {}  # signature -> [(size, description, message)]
+    slowest = []  # [(cpu seconds, wall seconds, description)]
 
     def run(value):
         stats["examples"] += 1
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         try:
             fuzz_targets.check(target, value, workdir)
         except Exception as error:  # noqa: BLE001 - every failure is recorded, the run goes on
@@ -75,9 +80,14 @@ def run_target(target, examples, seed, workdir, slow_s, until=None):
             kept.sort(key=lambda item: item[0])
             del kept[KEEP_SMALLEST:]
         finally:
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
             stats["max_example_s"] = max(stats["max_example_s"], elapsed)
+            stats["max_example_cpu_s"] = max(stats["max_example_cpu_s"], cpu)
             stats["slow_examples"] += elapsed > slow_s
+            if len(slowest) < KEEP_SLOWEST or cpu > slowest[-1][0]:
+                slowest.append((cpu, elapsed, value))
+                slowest.sort(key=lambda item: -item[0])
+                del slowest[KEEP_SLOWEST:]
 
     started = time.time()
     while stats["examples"] < examples and (until is None or time.time() < until):
@@ -93,6 +103,9 @@ def run_target(target, examples, seed, workdir, slow_s, until=None):
     stats["budget_reached"] = stats["examples"] < examples
     stats["seconds"] = round(time.time() - started, 1)
     stats["max_example_s"] = round(stats["max_example_s"], 3)
+    stats["max_example_cpu_s"] = round(stats["max_example_cpu_s"], 3)
+    stats["slowest_inputs"] = [{"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "input": _describe(value, 300)}
+                               for cpu, wall, value in slowest]
     stats["distinct_failures"] = len(failures)
     stats["smallest_failures"] = [{"failure": signature, "message": kept[0][2],
                                    "inputs": [{"repr_chars": size, "input": text} for size, text, _ in kept]}
@@ -112,6 +125,21 @@ def _job(job):
     if not fuzz_targets.available(target):
         return name, {"skipped": "needs {}".format(target.needs)}
     return name, run_target(target, examples, seed, workdir, slow_s, until)
+
+
+def _code_commit():
+    """The commit of the code fuzzed, and whether the tree differs from it (None outside a git checkout)."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", REPO] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=30, check=True).stdout.decode()
+    try:
+        commit = git("rev-parse", "HEAD").strip()
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "edgeattn", "tests", "benchmarks")
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "changed_files": None}
+    return {"commit": commit, "changed_files": [line[3:] for line in changed.splitlines()]}
 
 
 def _write(path, record):
@@ -156,7 +184,7 @@ def main(argv=None):
     record = {"schema": SCHEMA, "examples_per_target": args.examples, "seed": args.seed, "slow_s": args.slow_s,
               "python": platform.python_version(), "hypothesis": hypothesis.__version__,
               "started_unix": time.time(), "properties": fuzz_targets.__doc__.split("\n\n")[1].replace("\n", " "),
-              "targets": {}}
+              "code": _code_commit(), "targets": {}}
     if args.merge and json_path and os.path.exists(json_path):
         with open(json_path) as handle:
             earlier = json.load(handle)

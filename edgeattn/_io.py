@@ -296,6 +296,8 @@ def read_json(path, kind, schema=None, what=None):
         raise EdgeAttnError("cannot read {}: {}".format(named, error.strerror or error))
     except ValueError as error:  # UnicodeDecodeError is one too
         raise EdgeAttnError("cannot read {}: it is not JSON ({})".format(named, error))
+    except RecursionError:  # json's reader, for arrays or objects nested thousands deep
+        raise EdgeAttnError("cannot read {}: it is not a record (JSON nested too deep to read)".format(named))
     if not isinstance(value, dict):
         raise EdgeAttnError("{} is not {} (a JSON object)".format(path, kind))
     if schema is not None and value.get("schema") != schema:

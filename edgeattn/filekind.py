@@ -113,7 +113,7 @@ def _json_kind(head, complete):
     if complete:
         try:
             data = json.loads(text.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep, no record of ours
             return None
         if isinstance(data, dict) and isinstance(data.get("schema"), str) and data["schema"].startswith("edgeattn."):
             return _schema_kind(data["schema"])

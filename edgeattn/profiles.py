@@ -348,13 +348,18 @@ def _profile_path(name_or_path, directory=None):
         name_or_path, ", ".join(list_profiles(directory)) or "none"))
 
 
+#: PyYAML's safe loader on libyaml where PyYAML was built with it (Ubuntu's python3-yaml is): the pure-Python
+#: one takes seconds of CPU on a damaged file nested thousands deep, which libyaml refuses past 1000 levels at once
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_profile(name_or_path, directory=None):
     """Load and validate one profile by name (``agx-orin-64gb``) or path. Raises EdgeAttnError when invalid."""
     path = _profile_path(name_or_path, directory)
     filekind.require(path, ("profile",), "a board profile (YAML)")
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = yaml.load(handle, Loader=_SAFE_LOADER)
     except OSError as error:
         raise EdgeAttnError("cannot read profile {}: {}".format(path, error.strerror or error))
     except UnicodeDecodeError as error:

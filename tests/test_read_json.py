@@ -49,3 +49,11 @@ def test_not_an_object_or_another_schema_is_refused(tmp_path):
         "{} is not a test record (schema 'edgeattn.sweep/1', expected edgeattn.test/1)".format(other)
     unlabelled = _write(tmp_path / "unlabelled.json", "{}")
     assert "(schema None, expected edgeattn.test/1)" in _error(unlabelled, "a test record", schema="edgeattn.test/1")
+
+
+@pytest.mark.parametrize("text", ["[" * 100000, '{"a": ' * 100000])
+def test_nesting_thousands_deep_is_refused_in_one_line(tmp_path, text):
+    """Found by fuzzing a manifest: json's reader raises RecursionError, not ValueError, past the recursion limit."""
+    deep = _write(tmp_path / "deep.json", '{"schema": "edgeattn.test/1", "x": ' + text)
+    assert _error(deep, "a test record", what="the test file") == \
+        "cannot read the test file {}: it is not a record (JSON nested too deep to read)".format(deep)

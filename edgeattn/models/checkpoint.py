@@ -130,6 +130,7 @@ def load_checkpoint(path, trust_pickle=False, map_location="cpu", arch=None, key
             raise EdgeAttnError("cannot load TorchScript archive {}: {}".format(path, _first_line(error)))
         return module.eval()
 
+    _refuse_names_no_code_has(path, kind)
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
             payload = torch.load(path, map_location=map_location, weights_only=True)
@@ -203,24 +204,27 @@ def _sniff(path):
     return "zip"
 
 
-def _pickled_globals(path, kind):
-    """The classes/functions the checkpoint's pickle refers to, or None when it is not a readable pickle."""
+def _pickled_globals(path, kind, partial=False):
+    """The classes/functions the checkpoint's pickle refers to, or None when it is not a readable pickle.
+    ``partial``: also those named before a pickle turned out damaged."""
     try:
         if kind == "zip":
             with zipfile.ZipFile(path) as archive:
                 data_name = next(name for name in archive.namelist() if name.endswith("data.pkl"))
                 data = archive.read(data_name)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            return _globals_of_pickles(io.BytesIO(data), len(data), kind, partial)
+        with open(path, "rb") as handle:  # read as far as the pickles go, not the tensor bytes after them
+            return _globals_of_pickles(handle, os.path.getsize(path), kind, partial)
     except Exception:  # noqa: BLE001 - unreadable archive: not a pickle we can inspect
         return None
-    stream = io.BytesIO(data)
+
+
+def _globals_of_pickles(stream, size, kind, partial):
     found = []
     parsed = 0
     # A legacy torch.save file is several pickles back to back followed by raw tensor bytes: walk the pickles
     # until the first one that does not parse. The first one must parse, or this is not a pickle at all.
-    while stream.tell() < len(data) and parsed < 8:
+    while stream.tell() < size and parsed < 8:
         strings = []
         names = []
         try:
@@ -232,12 +236,30 @@ def _pickled_globals(path, kind):
                 elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
                     names.append("{}.{}".format(strings[-2], strings[-1]))
         except Exception:  # noqa: BLE001 - end of the pickles (or junk)
+            if partial:
+                found.extend(names)
             break
         parsed += 1
         found.extend(names)
         if kind == "zip":
             break
-    return found if parsed else None
+    return found if parsed or partial else None
+
+
+#: longer than any module and qualified name a checkpoint refers to
+_MAX_NAME_CHARS = 1000
+
+
+def _refuse_names_no_code_has(path, kind):
+    """Refuse a pickle that refers to a global no Python code can have (not a dotted identifier, or thousands of
+    characters long): damage, and torch.load must not see it. torch 2.x matches its refusal message with
+    ``(\\S+) must be (\\S+) to load``, which backtracks quadratically over a long name (a 100 kB name inserted into
+    a legacy file took minutes of CPU)."""
+    for name in _pickled_globals(path, kind, partial=True) or ():
+        if len(name) > _MAX_NAME_CHARS or not all(part.isidentifier() for part in name.split(".")):
+            raise EdgeAttnError("cannot read checkpoint {}: the file is truncated, corrupt or not a PyTorch checkpoint "
+                                "(its pickle refers to {!r}, which is no Python name)".format(
+                                    path, name[:40] + "..." if len(name) > 40 else name))
 
 
 _SAFE_PREFIXES = ("collections.OrderedDict", "torch._utils._rebuild", "torch.FloatStorage", "torch.DoubleStorage",

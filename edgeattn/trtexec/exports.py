@@ -50,12 +50,21 @@ def _records_by_line(text):
     return records
 
 
-def _json_or_none(text):
-    """JSON as written, else with C++'s ``nan``/``inf`` tokens read as null; None if neither parses."""
+def _none_if_not_finite(text):
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _json_or_none(text, finite=False):
+    """JSON as written, else with C++'s ``nan``/``inf`` tokens read as null; None if neither parses.
+
+    ``finite``: Python's reader also takes ``NaN``, ``Infinity`` and numbers beyond float's range (``1e309``) as
+    non-finite floats; read them as null too, for a document whose values go into a record as they are."""
+    hooks = {"parse_constant": lambda _: None, "parse_float": _none_if_not_finite} if finite else {}
     for candidate in (text, _NON_JSON_NUMBER.sub("null", text)):
         try:
-            return json.loads(candidate)
-        except ValueError:
+            return json.loads(candidate, **hooks)
+        except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
             continue
     return None
 
@@ -157,7 +166,7 @@ def parse_layer_info(text):
     ``Inputs``/``Outputs`` and, per layer kind, ``TacticName``, ``TacticValue``, ``Metadata``... (built with
     ``--profilingVerbosity=detailed``). The inspector writes one well-formed document, so a file that is not JSON
     (cut off, or another file) is refused rather than read line by line."""
-    data = _json_or_none(text)
+    data = _json_or_none(text, finite=True)  # its dimensions, names and bindings are copied into the description
     if data is None:
         raise EdgeAttnError("not a complete JSON document (cut off, or not a trtexec --exportLayerInfo file)")
     if not isinstance(data, dict) or not isinstance(data.get("Layers"), list):

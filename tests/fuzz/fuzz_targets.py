@@ -10,11 +10,9 @@ are caught by hypothesis' deadline in the tests and by the per-example time the 
 Used by tests/fuzz/test_parsers.py (a fixed-seed sample in CI) and benchmarks/fuzz.py (10^4 examples each).
 """
 import json
-import math
 import os
 import shutil
 import string
-import struct
 import sys
 import threading
 
@@ -161,10 +159,14 @@ def _jsonable(value):
 # mutations
 # ----------------------------------------------------------------------------------------------------------------
 #: numbers that break naive parsers: empty, signs, huge (Python 3.11 refuses int() of > 4300 digits), non-finite
+#: (C++'s tokens, and JSON's as Python's reader takes them: NaN, Infinity, a float beyond range)
 ODD_NUMBERS = ["", "-", "-1", "0", "-0", "00", "1.", ".5", "1.5.3", "1e999", "-1e999", "nan", "inf", "NaN",
-               "4294967296", "18446744073709551616", "9" * 400, "9" * 5000, "0x10", "1_000", "١٢٣"]
+               "Infinity", "-Infinity", "1e309", "4294967296", "18446744073709551616", "9" * 400, "9" * 5000, "0x10",
+               "1_000", "١٢٣"]
+#: nesting past any recursion limit (json raises RecursionError, not ValueError)
+DEEP = ["[" * 20000, '{"a":' * 20000]
 _ODD_TEXT = st.sampled_from(ODD_NUMBERS) | st.text(max_size=8) | st.text(
-    alphabet=string.printable, max_size=16)
+    alphabet=string.printable, max_size=16) | st.sampled_from(DEEP)
 
 
 @st.composite
@@ -224,10 +226,11 @@ def mutated_text(draw, texts, max_mutations=4):
 
 @st.composite
 def mutated_bytes(draw, blobs, max_mutations=3):
-    """A real file's bytes, truncated, with bits flipped, bytes inserted or ranges overwritten."""
+    """A real file's bytes, truncated, with bits flipped, bytes inserted or ranges overwritten, or nesting thousands
+    deep inserted."""
     data = bytearray(draw(st.sampled_from(blobs)))
     for _ in range(draw(st.integers(1, max_mutations))):
-        action = draw(st.sampled_from(["truncate", "flip", "insert", "overwrite", "flip-header"]))
+        action = draw(st.sampled_from(["truncate", "flip", "insert", "overwrite", "flip-header", "nest"]))
         if action == "truncate":
             del data[draw(st.integers(0, len(data))):]
         elif action in ("flip", "flip-header") and data:
@@ -237,6 +240,9 @@ def mutated_bytes(draw, blobs, max_mutations=3):
         elif action == "insert":
             at = draw(st.integers(0, len(data)))
             data[at:at] = draw(st.binary(min_size=1, max_size=16))
+        elif action == "nest":
+            at = draw(st.integers(0, len(data)))
+            data[at:at] = draw(st.sampled_from(DEEP)).encode()
         elif action == "overwrite" and data:
             at = draw(st.integers(0, len(data) - 1))
             chunk = draw(st.binary(min_size=1, max_size=16))

@@ -176,14 +176,31 @@ def test_checkpoint_zip_with_an_undecodable_name_is_sniffed_as_zip(tmp_path):
 # -- profiles: YAML that PyYAML builds with int() or deep recursion --------------------------------------------------
 @pytest.mark.parametrize("text", ["schema: edgeattn.profile/1\nname: {}\n".format("9" * 5001),
                                   "schema: edgeattn.profile/1\nname: " + "[" * 5000 + "]" * 5000 + "\n"])
-def test_profile_yaml_that_pyyaml_cannot_build_is_one_line(tmp_path, text):
+@pytest.mark.parametrize("loader", ["CSafeLoader", "SafeLoader"])
+def test_profile_yaml_that_pyyaml_cannot_build_is_one_line(tmp_path, monkeypatch, text, loader):
+    import yaml
+
+    from edgeattn import profiles
     from edgeattn.profiles import load_profile
 
+    if not hasattr(yaml, loader):
+        pytest.skip("PyYAML built without libyaml")
+    monkeypatch.setattr(profiles, "_SAFE_LOADER", getattr(yaml, loader))  # the pure-Python one where no libyaml
     path = tmp_path / "board.yaml"
     path.write_text(text)
     with pytest.raises(EdgeAttnError) as caught:
         load_profile(str(path))  # was ValueError (int digit limit) / RecursionError
     assert "board.yaml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_profiles_are_read_with_libyaml_where_pyyaml_has_it():
+    """Found by fuzzing: PyYAML's pure-Python reader took seconds of CPU on a profile with 20000 '[' inserted."""
+    import yaml
+
+    from edgeattn import profiles
+
+    assert profiles._SAFE_LOADER is (yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader)
+    assert issubclass(profiles._SAFE_LOADER, yaml.constructor.SafeConstructor)  # never the unsafe constructor
 
 
 # -- trtexec --exportProfile: non-finite numbers --------------------------------------------------------------------
@@ -207,6 +224,35 @@ def test_layer_info_with_a_format_that_is_not_a_string():
                                    "Inputs": [{"Name": "x", "Format/Datatype": {"odd": 1}}], "Outputs": []}]})
     description = describe_layers(parse_layer_info(text), "layers.json")  # was TypeError in the format regex
     assert description["layers"][0]["inputs"][0]["precision"] is None
+
+
+# Python's JSON reader takes NaN, Infinity and 1e309 (a float beyond range) as non-finite floats, which the
+# description copied into inspect's JSON (found with seeds 1 and 2 of benchmarks/fuzz.py)
+@pytest.mark.parametrize("odd, expected", [("NaN", None), ("Infinity", None), ("-Infinity", None), ("1e309", None),
+                                           ("2.5", 2.5), ("7", 7)])
+def test_layer_info_non_finite_numbers_are_null(odd, expected):
+    from edgeattn.tensorrt.layers import describe_layers
+    from edgeattn.trtexec.exports import parse_layer_info
+
+    text = ('{"Layers": [{"Name": "a", "Inputs": [{"Name": "x", "Dimensions": [1, ODD]}],'
+            ' "Outputs": [{"Name": ODD, "Dimensions": [1]}]}], "Bindings": [ODD, "x"]}').replace("ODD", odd)
+    description = describe_layers(parse_layer_info(text), "layers.json")
+    json.dumps(description, allow_nan=False)  # was ValueError: out of range float values
+    layer = description["layers"][0]
+    assert layer["inputs"][0]["dims"] == [1, expected]
+    assert layer["outputs"][0]["name"] == expected
+    assert description["bindings"] == [expected, "x"]
+
+
+@pytest.mark.parametrize("text", ["[" * 100000, '{"Layers": ' * 50000 + "[]" + "}" * 50000])
+def test_trtexec_exports_nested_thousands_deep(text):
+    """json's reader raises RecursionError, not ValueError, for nesting past the recursion limit."""
+    from edgeattn.trtexec import exports
+
+    with pytest.raises(EdgeAttnError, match="not a complete JSON document"):
+        exports.parse_layer_info(text)
+    with pytest.raises(EdgeAttnError, match="no records"):
+        exports.parse_profile(text)
 
 
 def test_checkpoint_zip_whose_zip64_locator_spans_disks(tmp_path):
@@ -237,3 +283,41 @@ def test_export_profile_count_beyond_floats_range():
     profile = exports.parse_profile('[\n  { "count" : ' + "9" * 400 + ' }\n]\n')  # was OverflowError in isfinite
     assert profile == {"count": None, "layers": []}
     assert exports.parse_profile('[\n  { "count" : 12 }\n]\n')["count"] == 12
+
+
+@pytest.mark.parametrize("head", [b"[" * 30000, b'{"a":' * 10000])
+def test_filekind_of_json_nested_thousands_deep(head):
+    """Found by fuzzing: json's reader raised RecursionError out of the sniffer (which every command calls)."""
+    from edgeattn import filekind
+
+    assert filekind.sniff_bytes(head, len(head)).name == "text"  # no JSON record: left to the command's parser
+    assert filekind.sniff_bytes(b"[" * 30 + b"]" * 30, 60).name == "json"
+
+
+@pytest.mark.parametrize("inserted", [b'{"a":' * 2000, b"x" * 2000])
+def test_checkpoint_whose_pickle_names_no_python_name_is_refused_before_torch_load(tmp_path, monkeypatch, inserted):
+    """Found by fuzzing (minutes of CPU for one 100 kB file): torch.load's refusal message is matched with a regex
+    that backtracks quadratically over a long pickled name; such a name is refused without calling torch.load."""
+    torch = pytest.importorskip("torch")
+    from edgeattn.models import checkpoint
+
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"weight": torch.zeros(2, 3)}, str(legacy), _use_new_zipfile_serialization=False)
+    data = legacy.read_bytes()
+    at = data.index(b"ctorch._utils\n") + len(b"ctorch._")
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(data[:at] + inserted + data[at:])
+
+    calls, real_load = [], torch.load
+
+    def recorded_load(*args, **kwargs):
+        calls.append(args[0])
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", recorded_load)
+    with pytest.raises(EdgeAttnError, match="which is no Python name") as caught:
+        checkpoint.load_checkpoint(str(damaged))
+    assert calls == [] and len(str(caught.value)) < 300 + len(str(damaged))
+    with pytest.raises(EdgeAttnError, match="bare state dict"):  # the intact file goes on to torch.load
+        checkpoint.load_checkpoint(str(legacy))
+    assert calls == [str(legacy)]
