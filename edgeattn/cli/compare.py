@@ -37,9 +37,11 @@ from .options import allow_engine_host_code_option, backend_option, plugin_lib_o
 @click.option("--json", "json_path", metavar="OUT", default=None,
               help="Write the report as JSON to OUT ('-' for stdout, instead of the summary).")
 @click.option("--layers", is_flag=True,
-              help="Also compare every intermediate tensor both ONNX files share by name, in topological order, "
-                   "with the same tolerances: the first one outside them (node, op type, error), the worst ones, "
-                   "and what could not be matched.")
+              help="Also compare every intermediate tensor both sides share by name, in topological order, with "
+                   "the same tolerances: the first one outside them (node, op type, error), the worst ones, and "
+                   "what could not be matched. An engine is rebuilt from the ONNX its manifest names with every "
+                   "tensor marked as an output (TensorRT's Python API); tensors it does not return are listed as "
+                   "fused.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, rtol, min_top1, backend, plugin_lib,
             trtexec_path, trust_pickle, allow_engine_host_code, layers, json_path, quiet):
@@ -58,6 +60,7 @@ def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, r
     """
     from .._io import check_output_path, outputs_now, write_json
     from ..compare import compare_models, format_report
+    from ..engine import build_marked_engine
 
     if images is not None and count is not None:
         raise EdgeAttnError("give --inputs N or --images, not both")
@@ -71,7 +74,8 @@ def compare(model_a, model_b, arch, checkpoint_key, count, images, seed, atol, r
     report = compare_models(model_a, model_b, arch=arch, checkpoint_key=checkpoint_key, count=count, images=images,
                             seed=seed, atol=atol, rtol=rtol, min_top1=min_top1, backend=backend, plugins=plugin_lib,
                             trtexec=trtexec_path, trust_pickle=trust_pickle,
-                            allow_engine_host_code=allow_engine_host_code, progress=progress, layers=layers)
+                            allow_engine_host_code=allow_engine_host_code, progress=progress, layers=layers,
+                            marked_build=build_marked_engine)
     if json_path == "-":
         click.echo(json.dumps(report, indent=2))
     else:

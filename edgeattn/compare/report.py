@@ -11,10 +11,13 @@ SCHEMA = "edgeattn.compare/1"
 def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None, seed=0, atol=DEFAULT_ATOL,
                    rtol=DEFAULT_RTOL, min_top1=None, backend="auto", plugins=None, trtexec=None,
                    trust_pickle=False, allow_engine_host_code=False, timeout=None, progress=None, layers=False,
-                   engine_batch=None):
+                   engine_batch=None, marked_build=None):
     """Run ``a`` and ``b`` on the same inputs and compare (B is the reference); returns the report dict (schema
     ``edgeattn.compare/1``). Bad input raises :class:`EdgeAttnError`; a failed comparison is ``passed: False``.
-    ``layers``: also compare every intermediate tensor both models share (:mod:`.layers`; ONNX files only).
+    ``layers``: also compare every intermediate tensor both models share (:mod:`.layers`; ONNX files and
+    engines); ``"on_failure"``: only when the comparison fails, a side that cannot give its tensors then being
+    recorded as ``{"not_compared": why}`` instead of refused. ``marked_build``: ``edgeattn.engine``'s
+    ``build_marked_engine`` (it sits above compare), needed for an engine side with ``layers``.
     ``engine_batch``: run engine sides exactly this many samples at a time (a profile corner's batch)."""
     if atol < 0 or rtol < 0:
         raise EdgeAttnError("--atol and --rtol must be >= 0")
@@ -30,11 +33,10 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
             sides.append(open_side(path, arch=arch, checkpoint_key=checkpoint_key, trust_pickle=trust_pickle,
                                    backend=backend, plugins=plugins, trtexec=trtexec,
                                    allow_engine_host_code=allow_engine_host_code, timeout=timeout))
-        if layers and any(side.kind != "onnx" for side in sides):
-            raise EdgeAttnError("--layers compares ONNX files (every intermediate marked as an output on ONNX "
-                                "Runtime); an engine keeps only the tensors TensorRT did not fuse, and marking its "
-                                "network's tensors needs another build on the device: compare the engine's ONNX "
-                                "instead")
+        if layers is True:
+            from .layers import check_layer_sides
+
+            check_layer_sides(sides, marked_build)  # before anything runs
         for side in sides:
             if side.kind == "engine" and engine_batch:
                 side.chunk = int(engine_batch)
@@ -47,6 +49,13 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
     finally:
         for side in sides:
             side.close()
+    passed, report = _report(sides, outputs, batch, described, a, b, atol, rtol, min_top1)
+    if layers is True or (layers == "on_failure" and not passed):
+        report["layers"] = _layers(sides, batch, atol, rtol, marked_build, plugins, say, layers == "on_failure")
+    return report
+
+
+def _report(sides, outputs, batch, described, a, b, atol, rtol, min_top1):
     out_a, out_b = _common_outputs(outputs[0], outputs[1], a, b)
     for name in out_b:
         if out_a[name].shape != out_b[name].shape:
@@ -64,7 +73,7 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
                 primary, list(out_b[primary].shape)))
         if agreement["top1"] < min_top1:
             failures.append("top-1 agreement {:.4f} < --min-top1 {:g}".format(agreement["top1"], min_top1))
-    return {
+    return not failures, {
         "schema": SCHEMA,
         "a": sides[0].describe(),
         "b": sides[1].describe(),
@@ -80,15 +89,20 @@ def compare_models(a, b, arch=None, checkpoint_key=None, count=None, images=None
         "top5_agreement": agreement["top5"],
         "passed": not failures,
         "failures": failures,
-        "layers": _layers(a, b, batch, atol, rtol, say) if layers else None,
+        "layers": None,
     }
 
 
-def _layers(a, b, batch, atol, rtol, say):
+def _layers(sides, batch, atol, rtol, marked_build, plugins, say, on_failure):
     from .layers import compare_layers
 
-    say("comparing every intermediate tensor of {} and {}".format(a, b))
-    return compare_layers(a, b, batch, atol, rtol)
+    say("comparing every intermediate tensor of {} and {}".format(sides[0].path, sides[1].path))
+    try:
+        return compare_layers(sides, batch, atol, rtol, marked_build=marked_build, plugins=plugins, progress=say)
+    except EdgeAttnError as error:
+        if not on_failure:
+            raise
+        return {"not_compared": error.format_message()}
 
 
 def format_report(report):
@@ -128,7 +142,8 @@ def format_report(report):
     if report.get("layers"):
         from .layers import format_layers
 
-        lines.extend(format_layers(report["layers"], tolerances))
+        lines.extend(format_layers(report["layers"], tolerances) if "not_compared" not in report["layers"]
+                     else ["  layers   not compared: {}".format(report["layers"]["not_compared"])])
     return lines
 
 

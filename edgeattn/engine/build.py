@@ -273,7 +273,8 @@ class _BuildJob(object):
     """What every candidate engine of one ``edgeattn build`` shares."""
 
     def __init__(self, onnx_path, engine_path, policy, profile, graph_io, backend, trt, version, trtexec_path,
-                 workspace_mb, timing_cache, version_compatible, timeout, say, rebuild, profiling_verbosity=None):
+                 workspace_mb, timing_cache, version_compatible, timeout, say, rebuild, profiling_verbosity=None,
+                 mark_every_tensor=False):
         self.onnx_path = onnx_path
         self.engine_path = engine_path
         self.policy = policy
@@ -290,6 +291,44 @@ class _BuildJob(object):
         self.say = say
         self.rebuild = rebuild
         self.profiling_verbosity = profiling_verbosity
+        self.mark_every_tensor = mark_every_tensor
+
+
+def build_marked_engine(manifest, engine_file, plugins=None, progress=None):
+    """Rebuild the engine ``manifest`` describes from its source ONNX into ``engine_file`` with every tensor of
+    the network marked as an output (what Polygraphy's ``--trt-outputs mark all`` builds), through TensorRT's
+    Python API: same precision policy, profile, ONNX variant, decomposed ops and plugins, so that ``edgeattn
+    compare --layers`` and ``build --check`` can read the intermediate tensors TensorRT computes. Writes the
+    engine and its manifest (``engine_file`` + ``.json``); returns the manifest. Marking outputs keeps TensorRT from
+    fusing across them, so this engine may run other kernels than the original: it locates a divergence, it does
+    not time anything."""
+    from . import decomposition
+
+    say = progress or (lambda message: None)
+    source = manifest["source_onnx"]["path"]
+    model = onnx_graph.load_model(source, "`edgeattn compare --layers`")
+    graph_io = onnx_graph.graph_io(model)
+    precision = manifest["precision"]["precision"]
+    profile = [(name, entry["min"], entry["opt"], entry["max"])
+               for name, entry in manifest["profiles"][0]["inputs"].items()]
+    backend, trt, version, _ = _choose_backend("tensorrt", None)
+    selection = manifest.get("plugin_selection") or {}
+    standard_ops = selection.get("standard_ops") or manifest["source_onnx"].get("decomposed_ops") or []
+    built, sources = decomposition.decompose(model, standard_ops) if standard_ops else (model, {})
+    custom_ops = onnx_graph.custom_ops(built)
+    library = plugin_library.resolve(plugins, manifest_plugins=manifest.get("plugins"), custom_ops=custom_ops,
+                                     load=True) if custom_ops else None
+    job = _BuildJob(source, engine_file, PrecisionPolicy(precision), profile, graph_io, backend, trt, version, None,
+                    manifest.get("workspace_mb"), None, False, None, say,
+                    rebuild=dict(precision=precision, plugins=plugins, shapes=(), trtexec=None, plugin_mode=None),
+                    mark_every_tensor=True)
+    say("rebuilding {} from {} with every tensor marked as an output".format(manifest["engine"]["file"], source))
+    marked = _build_variant(job, built, engine_file, library, decomposed=sorted(sources),
+                            strip_functions=selection.get("mode") == "auto")
+    marked["every_tensor_marked"] = True
+    with open(manifest_path(engine_file), "w") as handle:  # a scratch file the comparison reads back, not an output
+        json.dump(marked, handle)
+    return marked
 
 
 def _timer(backend, trtexec_path):
@@ -450,7 +489,8 @@ def _build_variant(job, model, engine_file, library, decomposed=(), strip_functi
             details = tensorrt_builder.build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing,
                                              islands, job.profile, job.workspace_mb, job.timing_cache,
                                              job.version_compatible, library, onnx_path,
-                                             profiling_verbosity=job.profiling_verbosity)
+                                             profiling_verbosity=job.profiling_verbosity,
+                                             mark_every_tensor=job.mark_every_tensor)
         else:
             from . import trtexec_builder
 

@@ -24,8 +24,10 @@ def _current_device():
 
 
 def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, islands, profile, workspace_mb,
-          timing_cache, version_compatible, library, source_path, profiling_verbosity=None):
-    """Parse, configure and build; writes the serialized engine to ``engine_file``."""
+          timing_cache, version_compatible, library, source_path, profiling_verbosity=None, mark_every_tensor=False):
+    """Parse, configure and build; writes the serialized engine to ``engine_file``. ``mark_every_tensor``: every
+    layer's outputs become network outputs (Polygraphy's ``ModifyNetworkOutputs(..., MARK_ALL)``), for
+    ``edgeattn compare --layers``."""
     logger = get_logger(trt)
     load_plugins(trt, library["path"] if library else None)
     builder = trt.Builder(logger)
@@ -49,6 +51,10 @@ def build(trt, version, onnx_bytes, onnx_file, engine_file, policy, typing, isla
                                 "pass --plugin-lib LIB built for this TensorRT".format(
                                     version, source_path, text, format_creators(registered_creators(trt))))
         raise EdgeAttnError("TensorRT {} could not parse {}: {}".format(version, source_path, text))
+    if mark_every_tensor:
+        from ..compare.layers import mark_every_tensor as mark
+
+        mark(builder, network, parser)
 
     config = builder.create_builder_config()
     if workspace_mb is not None:

@@ -22,3 +22,26 @@ def classifier_bytes(weight, batch="batch", size=SIZE):
 
 def classifier_weight(seed=0, size=SIZE):
     return np.random.default_rng(seed).standard_normal((3 * size * size, CLASSES)).astype(np.float32) * 0.1
+
+
+def layered_model(path, scale_second=1.0):
+    """x (1, 3, 4, 4) -> Conv -> Relu -> Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm (8 classes)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((6, 3, 3, 3)).astype(np.float32)
+    w2 = (rng.standard_normal((6, 6, 3, 3)) * scale_second).astype(np.float32)
+    w3 = rng.standard_normal((8, 6)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/act1/Relu"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"], name="/act2/Relu"),
+             helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="/pool/GlobalAveragePool"),
+             helper.make_node("Flatten", ["p"], ["f"], name="/flatten/Flatten"),
+             helper.make_node("Gemm", ["f", "w3"], ["logits"], name="/head/Gemm", transB=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 4])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 8])],
+                              [numpy_helper.from_array(w, name) for w, name in ((w1, "w1"), (w2, "w2"), (w3, "w3"))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path.write_bytes(model.SerializeToString())
+    return str(path)

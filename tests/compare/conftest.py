@@ -8,7 +8,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
 
-from bench_helpers import fake_trtexec, no_jetson  # noqa: E402,F401  (fixtures)
+from bench_helpers import fake_trtexec, isolated_path, no_jetson  # noqa: E402,F401  (fixtures)
 
 from compare_helpers import SIZE, classifier_bytes, classifier_weight  # noqa: E402
 
