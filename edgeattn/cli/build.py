@@ -92,7 +92,9 @@ def _plugin_lines(selection):
 @click.option("--check", is_flag=True,
               help="Then compare the engine with MODEL.onnx on ONNX Runtime CPU (`edgeattn compare`, 8 seeded "
                    "inputs, atol = rtol = 0.01 for fp32, 0.05 for fp16) and record the result in the manifest; "
-                   "exit 1 when they disagree (engine and manifest are kept).")
+                   "exit 1 when they disagree (engine and manifest are kept), naming the first divergent tensor "
+                   "(`edgeattn compare --layers`) where TensorRT's Python API can rebuild the engine with every "
+                   "tensor marked.")
 def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, select_duration_s, shapes, backend,
           workspace_mb, timing_cache, version_compatible, trtexec_path, profiling_verbosity, timeout_s, check,
           int8_model, images, min_top1):
@@ -139,10 +141,12 @@ def build(model, output, precision, plugin_mode, plugin_lib, select_warmup_s, se
         click.echo("  selected   {} ({})".format(selection["selected"], selection["reason"]))
     if check:
         from ..compare import check_engine, format_check
+        from ..engine import build_marked_engine
 
-        report = check_engine(engine_path, model, precision=manifest["precision"]["precision"], backend=backend, plugins=plugin_lib,
-                              trtexec=trtexec_path, progress=lambda message: click.echo(
-                                  "edgeattn build: check: {}".format(message), err=True))
+        report = check_engine(engine_path, model, precision=manifest["precision"]["precision"], backend=backend,
+                              plugins=plugin_lib, trtexec=trtexec_path, marked_build=build_marked_engine,
+                              progress=lambda message: click.echo("edgeattn build: check: {}".format(message),
+                                                                  err=True))
         click.echo("\n".join(format_check(report)))
         if not report["passed"]:
             raise SystemExit(1)

@@ -30,24 +30,29 @@ def profile_corners(manifest):
 
 
 def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugins=None, trtexec=None,
-                 progress=None):
+                 progress=None, marked_build=None):
     """``edgeattn build --check``: compare a just-built engine (A) with its ONNX file on ONNX Runtime CPU (B) on
     seeded inputs at every corner of its optimization profile (the min, opt and max batch, at least
     :data:`CHECK_INPUTS` inputs each), and record the outcome under ``"check"`` in the engine's manifest. Returns
     the compare report of the worst corner with ``"corners"`` added; ``report["passed"]`` says whether the engine
-    agrees within :data:`CHECK_TOLERANCES` at every corner."""
+    agrees within :data:`CHECK_TOLERANCES` at every corner. At the first corner that fails, every tensor of
+    the engine (rebuilt by ``marked_build`` with every tensor marked, :mod:`.layers`) is compared with the ONNX's
+    too: ``report["layers"]`` names the first divergent tensor, or why it could not be compared."""
     from .._io import outputs_now, write_json
     from ..tensorrt import manifest as manifest_module
 
     atol, rtol = CHECK_TOLERANCES.get(precision, CHECK_TOLERANCES["fp32"])
     corners = []
     worst = None
+    layers = None
     for batch in profile_corners(manifest_module.read_manifest(engine_path)):
         count = CHECK_INPUTS if batch is None else batch * -(-CHECK_INPUTS // batch)
         if progress is not None and batch is not None:
             progress("profile corner batch {}: {} inputs".format(batch, count))
         report = compare_models(engine_path, onnx_path, count=count, atol=atol, rtol=rtol, backend=backend,
-                                plugins=plugins, trtexec=trtexec, progress=progress, engine_batch=batch)
+                                plugins=plugins, trtexec=trtexec, progress=progress, engine_batch=batch,
+                                layers="on_failure" if layers is None else False, marked_build=marked_build)
+        layers = layers or report["layers"]
         primary = report["outputs"][report["primary_output"]]
         corners.append({"batch": batch, "inputs": count, "passed": report["passed"], "max_abs": primary["max_abs"],
                         "max_rel": primary["max_rel"], "failures": report["failures"]})
@@ -55,7 +60,7 @@ def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugi
                 worst["passed"] == report["passed"] and (primary["max_abs"] or 0.0) >
                 (worst["outputs"][worst["primary_output"]]["max_abs"] or 0.0)):
             worst = report
-    report = dict(worst, corners=corners, passed=all(corner["passed"] for corner in corners),
+    report = dict(worst, corners=corners, passed=all(corner["passed"] for corner in corners), layers=layers,
                   failures=["batch {}: {}".format(c["batch"], f) if c["batch"] is not None else f
                             for c in corners for f in c["failures"]])
     manifest = manifest_module.read_manifest(engine_path) or {}
@@ -66,7 +71,9 @@ def check_engine(engine_path, onnx_path, precision="fp32", backend="auto", plugi
         "passed": report["passed"], "failures": report["failures"], "output": report["primary_output"],
         "max_abs": primary["max_abs"], "max_rel": primary["max_rel"], "mean_abs": primary["mean_abs"],
         "cosine_min": report["cosine_min"], "top1_agreement": report["top1_agreement"],
-        "top5_agreement": report["top5_agreement"], "corners": corners}
+        "top5_agreement": report["top5_agreement"], "corners": corners,
+        "first_divergent": (layers or {}).get("first_divergent"), "layers_not_compared": (layers or {}).get(
+            "not_compared")}
     with outputs_now():  # recorded even when the check fails
         write_json(manifest_module.manifest_path(engine_path), manifest)
     return report
@@ -88,4 +95,11 @@ def format_check(report):
             report["top1_agreement"], report["top5_agreement"], report["tolerances"]["atol"],
             report["tolerances"]["rtol"]))
     lines.extend("             {}".format(failure) for failure in report["failures"])
+    layers = report.get("layers")
+    if layers:
+        from .layers import first_divergence_line
+
+        lines.append("  layers     {}".format(first_divergence_line(layers, report["tolerances"])
+                                              if "not_compared" not in layers
+                                              else "not compared: " + layers["not_compared"]))
     return lines

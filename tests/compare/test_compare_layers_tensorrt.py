@@ -118,3 +118,39 @@ def test_layers_on_an_engine_needs_tensorrt_python(invoke, classifier, fake_trte
     line = _one_error_line(invoke(["compare", str(tmp_path / "model.engine"), model, "--trtexec", trtexec,
                                    "--layers", "--inputs", "2"], expect=2))
     assert "tensorrt is not installed" in line and "trtexec cannot mark them" in line
+
+
+# ------------------------------------------------------------------------------------------- build --check
+def test_build_check_names_the_first_divergent_tensor(invoke, tmp_path, monkeypatch, isolated_path, no_jetson):
+    """A failed check (exit 1, engine and manifest kept, as before) prints where the engine first drifts."""
+    fake_tensorrt.install(monkeypatch, planted={"/conv2/Conv": 1.5})  # far outside the FP32 check tolerance
+    model = layered_model(tmp_path / "model.onnx")
+    result = invoke(["build", model, "--backend", "tensorrt", "--plugins", "off", "--shapes", SHAPES, "--check"],
+                    expect=1)
+    assert "check      FAILED" in result.stdout
+    assert "  layers     first divergent tensor c2 (node /conv2/Conv, Conv)" in result.stdout
+    check = json.loads((tmp_path / "model.engine.json").read_text())["check"]
+    assert not check["passed"] and check["first_divergent"]["tensor"] == "c2"
+    assert (tmp_path / "model.engine").exists()
+    assert sorted(os.listdir(str(tmp_path))) == ["bin", "model.engine", "model.engine.json", "model.onnx"]  # no scratch
+
+
+def test_build_check_that_passes_runs_no_marked_build(invoke, tmp_path, monkeypatch, isolated_path, no_jetson):
+    state = fake_tensorrt.install(monkeypatch)
+    model = layered_model(tmp_path / "model.onnx")
+    result = invoke(["build", model, "--backend", "tensorrt", "--plugins", "off", "--shapes", SHAPES, "--check"],
+                    expect=0)
+    assert "check      PASSED" in result.stdout and "layers" not in result.stdout
+    assert state["builds"] == [["logits"]]
+
+
+def test_build_check_on_trtexec_says_why_no_tensor_is_named(invoke, classifier, fake_trtexec, tmp_path,
+                                                            monkeypatch, no_jetson):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tensorrt", None)
+    monkeypatch.setenv("FAKE_TRTEXEC_OUTPUT_ERROR", "0.5")
+    trtexec = fake_trtexec("10.3.0")
+    result = invoke(["build", classifier("model.onnx"), "--backend", "trtexec", "--trtexec", trtexec, "--plugins",
+                     "off", "--check"], expect=1)
+    assert "  layers     not compared: tensorrt is not installed" in result.stdout
