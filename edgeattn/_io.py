@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -278,18 +279,31 @@ def write_json(path, obj, indent=2):
         handle.write("\n")
 
 
-def read_json(path, kind, schema=None, what=None):
+def _refuse_non_finite(text):
+    raise ValueError("{} is no number of a record edgeattn writes".format(text))
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):  # 1e309: beyond float's range
+        _refuse_non_finite(text)
+    return value
+
+
+def read_json(path, kind, schema=None, what=None, finite=False):
     """The JSON record in ``path`` (UTF-8): a JSON object, and with ``schema`` one whose ``"schema"`` is that id.
 
     Everything else raises :class:`EdgeAttnError` in one line: a missing or unreadable file (``"cannot read
     <what> PATH: ..."``, ``what`` naming the file in words, e.g. "the engine manifest"), a file that is not JSON,
     and a value that is not a JSON object or carries another schema id (``"PATH is not <kind> ..."``, ``kind`` e.g.
-    "an edgeattn engine manifest").
+    "an edgeattn engine manifest"). ``finite``: a ``NaN``, ``Infinity`` or out-of-range number (which Python's
+    reader takes as a float) makes the file not JSON too, for a record whose every number edgeattn wrote finite.
     """
     named = "{} {}".format(what, path) if what else str(path)
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            value = json.load(handle)
+            value = json.load(handle, **({"parse_constant": _refuse_non_finite, "parse_float": _finite_float}
+                                         if finite else {}))
     except FileNotFoundError:
         raise EdgeAttnError("no such file: {}".format(named))
     except OSError as error:

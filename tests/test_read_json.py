@@ -57,3 +57,13 @@ def test_nesting_thousands_deep_is_refused_in_one_line(tmp_path, text):
     deep = _write(tmp_path / "deep.json", '{"schema": "edgeattn.test/1", "x": ' + text)
     assert _error(deep, "a test record", what="the test file") == \
         "cannot read the test file {}: it is not a record (JSON nested too deep to read)".format(deep)
+
+
+def test_finite_refuses_numbers_python_reads_as_non_finite(tmp_path):
+    record = _write(tmp_path / "r.json", '{"schema": "edgeattn.test/1", "x": [1.5, 2, -0.0, 1e308]}')
+    assert read_json(record, "a test record", finite=True)["x"] == [1.5, 2, -0.0, 1e308]
+    for odd in ("NaN", "Infinity", "-Infinity", "1e309", "-1E400"):
+        damaged = _write(tmp_path / "odd.json", '{"schema": "edgeattn.test/1", "x": [1.5, ODD]}'.replace("ODD", odd))
+        assert read_json(damaged, "a test record")["x"][0] == 1.5  # taken as it is without finite
+        assert _error(damaged, "a test record", finite=True) == \
+            "cannot read {}: it is not JSON ({} is no number of a record edgeattn writes)".format(damaged, odd)

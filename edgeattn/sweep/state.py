@@ -24,4 +24,5 @@ def load_state(out_dir):
     path = state_path(out_dir)
     if not os.path.isfile(path):
         raise EdgeAttnError("nothing to resume: {} does not exist (start the sweep without --resume)".format(path))
-    return read_json(path, "an edgeattn sweep resume file", schema=STATE_SCHEMA, what="the resume file")
+    # every number of the file is finite as the sweep wrote it (options checked, board readings parsed finite)
+    return read_json(path, "an edgeattn sweep resume file", schema=STATE_SCHEMA, what="the resume file", finite=True)

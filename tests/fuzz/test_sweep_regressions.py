@@ -119,6 +119,30 @@ def test_a_resume_file_with_a_bad_option_is_one_line(tmp_path, option, value):
     assert "the option {!r} must be".format(option) in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("where", ["done_modes", "skipped", "restore", "original"])
+@pytest.mark.parametrize("odd", ["NaN", "-Infinity", "1e309"])
+def test_a_resume_file_with_a_non_finite_number_anywhere_is_one_line(tmp_path, where, odd):
+    """Found by fuzzing: NaN in the fields --resume does not check (done_modes, skipped, restore reports, the
+    original board state) was taken in and written back; the sweep writes every number finite."""
+    from edgeattn.sweep.state import load_state, save_state
+
+    state = {"schema": "edgeattn.sweep-state/1", "options": {"models": ["m.onnx"]}, "plan": [1], "done_modes": [1],
+             "skipped": [], "restore": {"mode": {"ok": True}}, "original": {"mode": None, "clocks_locked": False}}
+    save_state(str(tmp_path), state)
+    assert load_state(str(tmp_path))["done_modes"] == [1]
+    text = (tmp_path / "sweep-state.json").read_text()
+    damaged = {"done_modes": ("[\n    1\n  ]", "[{}]"), "skipped": ("[]", "[{}]"),
+               "restore": ('"ok": true', '"ok": {}'), "original": ('"clocks_locked": false', '"clocks_locked": {}')}
+    before, after = damaged[where]
+    assert before in text
+    (tmp_path / "sweep-state.json").write_text(text.replace(before, after.format(odd)))
+    with pytest.raises(EdgeAttnError) as caught:
+        load_state(str(tmp_path))
+    message = caught.value.format_message()
+    assert "it is not JSON ({} is no number of a record edgeattn writes)".format(odd) in message
+    assert "\n" not in message
+
+
 def test_trtexec_banner_with_a_huge_version_number_is_no_version():
     from edgeattn.trtexec.version import parse_banners, version_from_output
 
