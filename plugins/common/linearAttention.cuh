@@ -21,6 +21,8 @@
  * The split count depends only on the token count (<= 256 splits of >= 256 tokens), so the workspace is
  * monotone in every dimension. Deterministic: the splits are merged in split order whichever block arrives last
  * (the only atomic is the ticket). Shared memory stays below 48 KB (sm_53 limit).
+ * Token tiles move in 16-byte loads and stores where the tensors allow it (loadTokenTile / storeTokenTile,
+ * linearVectorLoads), else element by element.
  * These scalar kernels are the sm_53 path and the reference; FP16 on sm_80+ runs the tensor-core reduction and
  * output passes of common/linearAttentionTensorCore.cuh around the same combine, with the same workspace.
  */
@@ -80,9 +82,12 @@ struct LinearAttentionParams
     int mmaValueColumns;
     int mmaFeatureTiles;
     int mmaValueTiles;
+    int reduceRingStages; // cp.async ring stages of the token tiles (0: none; needs vectorLoads)
+    int outputRingStages;
     int vectorLoads; // 16-byte token-tile loads and stores (linearVectorLoads)
     float eps;
     int qtCount;
+    float qtLinearScale; // sqrt(4 / d), set by the launchers (no sqrt call in the kernels' tile loops)
     float qtAlpha[kMaxQtGroups];
     float qtBeta[kMaxQtGroups];
     float qtGamma[kMaxQtGroups];
@@ -219,7 +224,7 @@ __device__ __forceinline__ QtCoefficients qtCoefficients(LinearAttentionParams c
     {
         int const index = p.qtCount == p.heads ? head : 0;
         qt.alpha = p.qtAlpha[index];
-        qt.linear = p.qtBeta[index] * sqrtf(4.0F / static_cast<float>(p.headDim));
+        qt.linear = p.qtBeta[index] * p.qtLinearScale;
         qt.gamma = p.qtGamma[index];
     }
     return qt;
@@ -254,6 +259,160 @@ __device__ __forceinline__ void tileCoordinates(int index, int d, int tokenTile,
         c = index / tokenTile;
         n = index - c * tokenTile;
     }
+}
+
+template <typename T>
+struct TokenVector
+{
+    static constexpr int kElements = 16 / static_cast<int>(sizeof(T)); // elements per 16-byte access
+};
+
+//! Chunk `chunk` of a tile cut into 16-byte pieces along the contiguous axis: its first token and channel, and
+//! its offset from the head base under (tokenStride, channelStride).
+template <bool kTokenMajor, int kVector>
+__device__ __forceinline__ int64_t tileChunk(
+    int chunk, int d, int tokenTile, int tileBegin, int64_t tokenStride, int64_t channelStride, int& n0, int& c0)
+{
+    int const perLine = (kTokenMajor ? d : tokenTile) / kVector; // chunks per token row / channel plane
+    int const line = chunk / perLine;
+    int const first = (chunk - line * perLine) * kVector;
+    n0 = kTokenMajor ? line : first;
+    c0 = kTokenMajor ? first : line;
+    return static_cast<int64_t>(tileBegin + n0) * tokenStride + c0 * channelStride;
+}
+
+/*
+ * Reads the elements (token n < tokenTile, channel c < d) of a token tile of `kSources` same-shaped inputs (offsets
+ * as LinearAttentionParams' strides from each source's head base) and hands each element to
+ * visit(n, c, valid, x[0], x[kSources - 1]); elements of tokens from `count` on are 0 and not valid. With p.vectorLoads
+ * every load is 16 bytes (kVector elements along the contiguous axis: channels of a (B, N, C) row, tokens of an NCHW
+ * plane; the launcher checked the alignment, linearVectorLoads) unless !kWide, else one element wide. Both are
+ * coalesced across the block. Shared by the scalar (T = float or __half) and tensor-core (__half) passes.
+ */
+template <typename T, bool kTokenMajor, bool kWide = true, int kSources, typename Visit>
+__device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, T const* const (&sources)[kSources],
+    int tileBegin, int tokenTile, int count, Visit const& visit)
+{
+    constexpr int kVector = TokenVector<T>::kElements;
+    int const d = p.headDim;
+    T const zero = fromFloat<T>(0.0F);
+    if (!kWide || p.vectorLoads == 0)
+    {
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+            bool const valid = n < count;
+            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
+            visit(n, c, valid, valid ? sources[0][offset] : zero, valid ? sources[kSources - 1][offset] : zero);
+        }
+        return;
+    }
+    for (int chunk = threadIdx.x; chunk < tokenTile * d / kVector; chunk += blockDim.x)
+    {
+        int n0;
+        int c0;
+        int64_t const offset = tileChunk<kTokenMajor, kVector>(
+            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);
+        bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;
+        T x[kSources][kVector];
+#pragma unroll
+        for (int s = 0; s < kSources; ++s)
+        {
+            if (full)
+            {
+                int4 const raw = *reinterpret_cast<int4 const*>(sources[s] + offset);
+                memcpy(x[s], &raw, sizeof(raw));
+            }
+            else
+            {
+#pragma unroll
+                for (int e = 0; e < kVector; ++e)
+                {
+                    x[s][e] = (kTokenMajor ? n0 : n0 + e) < count ? sources[s][offset + e] : zero;
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < kVector; ++e)
+        {
+            int const n = kTokenMajor ? n0 : n0 + e;
+            visit(n, kTokenMajor ? c0 + e : c0, n < count, x[0][e], x[kSources - 1][e]);
+        }
+    }
+}
+
+/*
+ * Stores the tokens n < count of a token tile of the output, element (n, c) = staged(n, c) (a T), 16 bytes at a time
+ * along the contiguous axis with kWide and p.vectorLoads (a ragged NCHW chunk element-wise), else one element at a
+ * time.
+ */
+template <typename T, bool kTokenMajor, bool kWide, typename Staged>
+__device__ __forceinline__ void storeTokenTile(
+    LinearAttentionParams const& p, T* outPtr, int tileBegin, int tokenTile, int count, Staged const& staged)
+{
+    constexpr int kVector = TokenVector<T>::kElements;
+    int const d = p.headDim;
+    if (!kWide || p.vectorLoads == 0)
+    {
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+            if (n < count)
+            {
+                outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride] = staged(n, c);
+            }
+        }
+        return;
+    }
+    for (int chunk = threadIdx.x; chunk < tokenTile * d / kVector; chunk += blockDim.x)
+    {
+        int n0;
+        int c0;
+        int64_t const offset = tileChunk<kTokenMajor, kVector>(
+            chunk, d, tokenTile, tileBegin, p.outTokenStride, p.outChannelStride, n0, c0);
+        if (kTokenMajor ? n0 < count : n0 + kVector <= count)
+        {
+            T x[kVector];
+#pragma unroll
+            for (int e = 0; e < kVector; ++e)
+            {
+                x[e] = kTokenMajor ? staged(n0, c0 + e) : staged(n0 + e, c0);
+            }
+            int4 raw;
+            memcpy(&raw, x, sizeof(raw));
+            *reinterpret_cast<int4*>(outPtr + offset) = raw;
+        }
+        else if (!kTokenMajor)
+        {
+            for (int e = 0; n0 + e < count; ++e)
+            {
+                outPtr[offset + e] = staged(n0 + e, c0);
+            }
+        }
+    }
+}
+
+/*
+ * Whether the token tiles of T elements can move in 16-byte loads and stores: kElements along the contiguous axis
+ * (a (B, N, C) row's channels: head_dim and C multiples of it; an NCHW plane's tokens: H x W a multiple of it) and
+ * q, k, v, out 16-byte aligned. Otherwise one element per access (the same results).
+ */
+template <typename T>
+inline bool linearVectorLoads(LinearAttentionParams const& p, bool tokenMajor)
+{
+    int64_t const vector = TokenVector<T>::kElements;
+    auto aligned = [](void const* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+    bool const pointers = aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out);
+    bool const strides = tokenMajor
+        ? p.headDim % vector == 0 && p.inChannelStride == 1 && p.outChannelStride == 1 && p.inTokenStride % vector == 0
+            && p.outTokenStride % vector == 0 && p.inBatchStride % vector == 0 && p.outBatchStride % vector == 0
+        : p.inTokenStride == 1 && p.outTokenStride == 1 && p.inChannelStride % vector == 0
+            && p.outChannelStride % vector == 0 && p.inBatchStride % vector == 0 && p.outBatchStride % vector == 0;
+    return pointers && strides;
 }
 
 /*
@@ -367,7 +526,7 @@ __device__ void finishReduction(LinearAttentionParams const& p, int batch, int h
 }
 
 //! One reduction block's work: the partial of token split `split` of (batch, head), then finishReduction.
-template <typename T, FeatureMap kMap, bool kTokenMajor>
+template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide>
 __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int split, int head, int batch)
 {
     float* const shared = sharedFloats();
@@ -419,15 +578,11 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
     for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
     {
         int const count = min(tokenTile, end - tileBegin);
-        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-        {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-            bool const valid = n < count;
-            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
-            float const kValue = valid ? loadFloat(kPtr, offset) : 0.0F;
-            values[n * valuePad + c] = valid ? loadFloat(vPtr, offset) : 0.0F;
+        T const* const keysAndValues[2] = {kPtr, vPtr};
+        loadTokenTile<T, kTokenMajor, kWide>(p, keysAndValues, tileBegin, tokenTile, count,
+            [&](int n, int c, bool valid, T key, T value) {
+            float const kValue = toFloat(key);
+            values[n * valuePad + c] = toFloat(value);
             float* const row = features + n * featurePad;
             if (kMap == FeatureMap::kSoftmax)
             {
@@ -446,7 +601,7 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
                     row[2 * d] = valid ? qt.gamma : 0.0F;
                 }
             }
-        }
+            });
         __syncthreads();
 
         if (kMap == FeatureMap::kSoftmax)
@@ -579,14 +734,14 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams const p)
 {
-    reduceSplit<T, kMap, kTokenMajor>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+    reduceSplit<T, kMap, kTokenMajor, true>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 /*
  * Output tiles `first` .. `end` - 1 of the whole launch (tile t: token tile t % tiles of problem t / tiles, problem =
  * batch * heads + head), in order: the context is staged once per problem the range touches.
  */
-template <typename T, FeatureMap kMap, bool kTokenMajor>
+template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide>
 __device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int64_t first, int64_t end)
 {
     float* const shared = sharedFloats();
@@ -626,15 +781,10 @@ __device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int6
             context[index] = contextGlobal[index];
         }
     }
-    for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-    {
-        int n;
-        int c;
-        tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-        bool const valid = n < count;
-        float const x = valid
-            ? loadFloat(qPtr, static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride)
-            : 0.0F;
+    T const* const queries[1] = {qPtr};
+    loadTokenTile<T, kTokenMajor, kWide>(p, queries, tileBegin, tokenTile, count,
+        [&](int n, int c, bool valid, T query, T) {
+        float const x = toFloat(query);
         if (kMap == FeatureMap::kSoftmax)
         {
             phiT[c * tokenTile + n] = x;
@@ -652,7 +802,7 @@ __device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int6
                 phiT[2 * d * tokenTile + n] = valid ? qt.gamma : 0.0F;
             }
         }
-    }
+    });
     __syncthreads();
     if (kMap == FeatureMap::kSoftmax)
     {
@@ -713,17 +863,8 @@ __device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int6
         }
     }
     __syncthreads();
-    for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-    {
-        int n;
-        int c;
-        tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-        if (n < count)
-        {
-            outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride]
-                = fromFloat<T>(staged[n * valuePad + c]);
-        }
-    }
+    storeTokenTile<T, kTokenMajor, kWide>(p, outPtr, tileBegin, tokenTile, count,
+        [&](int n, int c) { return fromFloat<T>(staged[n * valuePad + c]); });
     }
 }
 
@@ -741,7 +882,7 @@ __device__ __forceinline__ int64_t blockFirstItem(int64_t items, int block, int 
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams const p, int64_t items)
 {
-    outputTiles<T, kMap, kTokenMajor>(
+    outputTiles<T, kMap, kTokenMajor, true>(
         p, blockFirstItem(items, blockIdx.x, gridDim.x), blockFirstItem(items, blockIdx.x + 1, gridDim.x));
 }
 
@@ -755,14 +896,17 @@ __global__ void __launch_bounds__(1024) linearFusedKernel(LinearAttentionParams 
 {
     int const head = blockIdx.x;
     int const batch = blockIdx.y;
-    reduceSplit<T, kMap, kTokenMajor>(p, 0, head, batch);
+    reduceSplit<T, kMap, kTokenMajor, false>(p, 0, head, batch);
     __syncthreads(); // the context stores of this block are visible to it
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int64_t const tiles = ceilDiv(p.tokens, p.outputTokenTile);
-    outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, (problem + 1) * tiles);
+    // element-wise loads and stores (kWide false): the 16-byte ones cost this 1024-thread bound (64 registers per
+    // thread) spills
+    outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, (problem + 1) * tiles);
 }
 
-//! The workspace (the context, then the per-split partials) and the token splits of `plan`, shared by both paths.
+//! The workspace (the context, then the per-split partials), the token splits of `plan` and the QT map's linear
+//! scale, shared by both paths.
 inline void setLinearAttentionWorkspace(
     LinearAttentionParams& params, LinearAttentionPlan const& plan, int batch, void* workspace)
 {
@@ -776,7 +920,10 @@ inline void setLinearAttentionWorkspace(
     params.tickets = reinterpret_cast<unsigned int*>(static_cast<char*>(workspace) + contextBytes + partialBytes);
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
+    params.qtLinearScale = std::sqrt(4.0F / static_cast<float>(params.headDim)); // IEEE sqrt, as sqrtf on the device
     params.vectorLoads = 0;
+    params.reduceRingStages = 0;
+    params.outputRingStages = 0;
 }
 
 //! Zeroes the reduction's tickets (the workspace holds garbage between enqueues) when it has several splits: a
@@ -838,6 +985,7 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     params.reduceTokenTile = plan.reduceTokenTile;
     params.reduceGroups = plan.reduceGroups;
     params.outputTokenTile = plan.outputTokenTile;
+    params.vectorLoads = linearVectorLoads<T>(params, kTokenMajor) ? 1 : 0;
 
     if (plan.splits == 1)
     {

@@ -15,6 +15,11 @@
  *      times the context, numerator and denominator from one product (column d), divided in FP32, staged for
  *      coalesced stores. The context is split once per block with a power-of-two scale per column.
  *
+ * Token tiles (16-byte aligned tensors, 8-element chunks along the contiguous axis) stream through a cp.async ring
+ * of raw tiles in both passes (copyTokenTileAsync / visitStagedTile: 2 or 3 stages, as many as fit the 48 KB budget
+ * beside the staging; LinearMmaPlan::reduceRingStages, outputRingStages), so the next tiles' loads are in flight
+ * while a tile is transformed and multiplied; otherwise each tile is loaded directly (loadTokenTile).
+ *
  * Passes over the token data: K and V are read once (launch 1), Q read and the output written once (launch 2), the
  * minimum for linear attention (the context needs every token of K and V before any output row exists). The merge
  * reads only the per-split partials (splits x dk x (d + 2) floats per head), once, in the last block.
@@ -27,6 +32,7 @@
 #ifndef EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
 #define EDGEATTN_COMMON_LINEAR_ATTENTION_TENSOR_CORE_CUH
 
+#include "common/asyncCopy.cuh"
 #include "common/kernelPath.h"
 #include "common/linearAttention.cuh"
 #include "common/splitTensorCore.cuh"
@@ -43,6 +49,9 @@ constexpr int kLinearMmaMaxReduceThreads = 288;
 //! Blocks per multiprocessor the reduction and fused kernels are compiled for: with the thread bound alone nvcc 13
 //! aims at 3 blocks (72 registers) and spills the merge's live values; 2 blocks leave them 113.
 constexpr int kLinearMmaReduceMinBlocks = 2;
+//! Stages of the cp.async rings of raw token tiles (the most that fit the shared-memory budget beside the staging of
+//! the largest token tile; 0: the tile is loaded straight from global memory, as without 16-byte alignment).
+constexpr int kLinearMmaMaxRingStages = 3;
 
 struct LinearMmaPlan
 {
@@ -53,6 +62,8 @@ struct LinearMmaPlan
     int tokenGroups; // warps per feature tile in the reduction, each taking every tokenGroups-th 16-token step
     int reduceThreads;
     int reduceTokenTile;
+    int reduceRingStages; // 0, 2 or 3 (kLinearMmaMaxRingStages)
+    int outputRingStages;
     size_t reduceSharedBytes;
     size_t outputSharedBytes;
 };
@@ -66,11 +77,13 @@ struct LinearReduceMmaLayout
     int featureHalves; // each of hi and lo
     int valueHalves;
     int statsOffsetFloats;
+    int ringOffsetFloats;
+    int ringStageHalves; // one stage: the raw k tile, then the raw v tile, each in the global tensor's order
     int sharedFloats;
 };
 
-EDGEATTN_HOST_DEVICE inline LinearReduceMmaLayout linearReduceMmaLayout(
-    bool tokenMajor, int tokenTile, int featureRows, int valueColumns, int tokenGroups)
+EDGEATTN_HOST_DEVICE inline LinearReduceMmaLayout linearReduceMmaLayout(bool tokenMajor, int tokenTile,
+    int featureRows, int valueColumns, int tokenGroups, int headDim, int ringStages)
 {
     LinearReduceMmaLayout layout;
     // +8 halves per row: rows 16 bytes apart in the bank pattern, so the 8 rows of an ldmatrix hit distinct banks
@@ -82,7 +95,9 @@ EDGEATTN_HOST_DEVICE inline LinearReduceMmaLayout linearReduceMmaLayout(
     int const reductionFloats = tokenGroups > 1 ? tokenGroups * featureRows * valueColumns : 0;
     int const regionFloats = stagingFloats > reductionFloats ? stagingFloats : reductionFloats;
     layout.statsOffsetFloats = roundUp4(regionFloats);
-    layout.sharedFloats = layout.statsOffsetFloats + 3 * featureRows;
+    layout.ringOffsetFloats = roundUp4(layout.statsOffsetFloats + 3 * featureRows);
+    layout.ringStageHalves = 2 * tokenTile * headDim;
+    layout.sharedFloats = layout.ringOffsetFloats + ringStages * layout.ringStageHalves / 2;
     return layout;
 }
 
@@ -95,11 +110,13 @@ struct LinearOutputMmaLayout
     int queryStride;
     int queryHalves; // each of hi and (split maps only) lo
     int floatsOffset;
+    int ringOffsetFloats;
+    int ringStageHalves; // one stage: the raw q tile in the global tensor's order
     int sharedFloats;
 };
 
 EDGEATTN_HOST_DEVICE inline LinearOutputMmaLayout linearOutputMmaLayout(
-    bool tokenMajor, bool splitQuery, int featureRows, int valueColumns)
+    bool tokenMajor, bool splitQuery, int featureRows, int valueColumns, int headDim, int ringStages)
 {
     LinearOutputMmaLayout layout;
     layout.contextStride = valueColumns + 8;
@@ -107,7 +124,9 @@ EDGEATTN_HOST_DEVICE inline LinearOutputMmaLayout linearOutputMmaLayout(
     layout.queryStride = tokenMajor ? featureRows + 8 : kLinearMmaOutputTile + 8;
     layout.queryHalves = (tokenMajor ? kLinearMmaOutputTile : featureRows) * layout.queryStride;
     layout.floatsOffset = roundUp4(layout.contextHalves + layout.queryHalves * (splitQuery ? 2 : 1) / 2);
-    layout.sharedFloats = layout.floatsOffset + valueColumns + 2 * kLinearMmaOutputTile;
+    layout.ringOffsetFloats = roundUp4(layout.floatsOffset + valueColumns + 2 * kLinearMmaOutputTile);
+    layout.ringStageHalves = kLinearMmaOutputTile * headDim;
+    layout.sharedFloats = layout.ringOffsetFloats + ringStages * layout.ringStageHalves / 2;
     return layout;
 }
 
@@ -128,19 +147,25 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
         return false;
     }
     int const groups = std::max(1, std::min(4, 8 / result.featureTiles));
+    // The ring moves 8-element chunks: head_dim % 8 == 0 (the launcher drops it for misaligned tensors).
+    int const maxStages = headDim % 8 == 0 ? kLinearMmaMaxRingStages : 0;
     result.reduceTokenTile = 0;
-    for (int tile = 64; tile >= 16; tile /= 2)
+    for (int tile = 64; tile >= 16 && result.reduceTokenTile == 0; tile /= 2)
     {
         int const tileGroups = std::min(groups, tile / 16);
-        LinearReduceMmaLayout const layout
-            = linearReduceMmaLayout(tokenMajor, tile, result.featureRows, result.valueColumns, tileGroups);
-        size_t const bytes = static_cast<size_t>(layout.sharedFloats) * sizeof(float);
-        if (bytes <= kMaxSharedBytes)
+        for (int stages = maxStages; stages >= 0; stages = stages > 2 ? stages - 1 : stages - 2)
         {
-            result.reduceTokenTile = tile;
-            result.tokenGroups = tileGroups;
-            result.reduceSharedBytes = bytes;
-            break;
+            LinearReduceMmaLayout const layout = linearReduceMmaLayout(
+                tokenMajor, tile, result.featureRows, result.valueColumns, tileGroups, headDim, stages);
+            size_t const bytes = static_cast<size_t>(layout.sharedFloats) * sizeof(float);
+            if (bytes <= kMaxSharedBytes)
+            {
+                result.reduceTokenTile = tile;
+                result.tokenGroups = tileGroups;
+                result.reduceRingStages = stages;
+                result.reduceSharedBytes = bytes;
+                break;
+            }
         }
     }
     if (result.reduceTokenTile == 0)
@@ -152,10 +177,20 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
     {
         return false;
     }
-    LinearOutputMmaLayout const output
-        = linearOutputMmaLayout(tokenMajor, map != FeatureMap::kRelu, result.featureRows, result.valueColumns);
-    result.outputSharedBytes = static_cast<size_t>(output.sharedFloats) * sizeof(float);
-    if (result.outputSharedBytes > kMaxSharedBytes)
+    result.outputSharedBytes = 0;
+    for (int stages = maxStages; stages >= 0; stages = stages > 2 ? stages - 1 : stages - 2)
+    {
+        LinearOutputMmaLayout const output = linearOutputMmaLayout(
+            tokenMajor, map != FeatureMap::kRelu, result.featureRows, result.valueColumns, headDim, stages);
+        size_t const bytes = static_cast<size_t>(output.sharedFloats) * sizeof(float);
+        if (bytes <= kMaxSharedBytes)
+        {
+            result.outputRingStages = stages;
+            result.outputSharedBytes = bytes;
+            break;
+        }
+    }
+    if (result.outputSharedBytes == 0)
     {
         return false;
     }
@@ -173,57 +208,65 @@ __device__ __forceinline__ int stagedIndex(int row, int token, int stride)
 }
 
 /*
- * Reads the f16 elements (token n < tokenTile, channel c < d) of a token tile of `kSources` same-shaped inputs
- * (offsets as LinearAttentionParams' strides from each source's head base) and hands each element to
- * visit(n, c, valid, x[0], x[kSources - 1]); elements of tokens from `count` on are 0 and not valid. With p.vectorLoads
- * every load is 16 bytes (8 elements along the contiguous axis: channels of a (B, N, C) row, tokens of an NCHW plane;
- * the launcher checked the alignment), else 2 bytes. Both are coalesced across the block.
+ * The cp.async ring of raw token tiles: copyTokenTileAsync issues one tile of `kSources` inputs into a stage (the
+ * tile's 8-element chunks in the order loadTokenTile reads them, source after source; chunks of tokens from `count` on
+ * zero-filled without a read; a ragged NCHW chunk, which only a padded plane has, copied element-wise), and
+ * visitStagedTile hands a landed stage to the same visitor as loadTokenTile, with the same values. The caller commits
+ * one group per tile (an empty one past the last tile, so the wait count stays the same), waits for the stage with
+ * waitRing and a __syncthreads, and only then issues into the stage it read one tile before: 16-byte loads with up
+ * to stages - 1 tiles in flight behind the current tile's work.
  */
-template <bool kTokenMajor, int kSources, typename Visit>
-__device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, __half const* const (&sources)[kSources],
-    int tileBegin, int tokenTile, int count, Visit const& visit)
+template <bool kTokenMajor, int kSources>
+__device__ __forceinline__ void copyTokenTileAsync(LinearAttentionParams const& p,
+    __half const* const (&sources)[kSources], int tileBegin, int tokenTile, int count, __half* stage)
 {
     int const d = p.headDim;
-    __half const zero = __float2half_rn(0.0F);
-    if (p.vectorLoads == 0)
+    int const tileHalves = tokenTile * d;
+    for (int chunk = threadIdx.x; chunk < tileHalves / 8; chunk += blockDim.x)
     {
-        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-        {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-            bool const valid = n < count;
-            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
-            visit(n, c, valid, valid ? sources[0][offset] : zero, valid ? sources[kSources - 1][offset] : zero);
-        }
-        return;
-    }
-    int const perLine = (kTokenMajor ? d : tokenTile) / 8; // 8-element chunks per token row / channel plane
-    for (int chunk = threadIdx.x; chunk < tokenTile * d / 8; chunk += blockDim.x)
-    {
-        int const line = chunk / perLine;
-        int const first = (chunk - line * perLine) * 8;
-        int const n0 = kTokenMajor ? line : first;
-        int const c0 = kTokenMajor ? first : line;
-        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride;
+        int n0;
+        int c0;
+        int64_t const offset = tileChunk<kTokenMajor, 8>(
+            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);
         bool const full = kTokenMajor ? n0 < count : n0 + 8 <= count;
+        bool const ragged = !kTokenMajor && !full && n0 < count;
+#pragma unroll
+        for (int s = 0; s < kSources; ++s)
+        {
+            __half* const destination = stage + s * tileHalves + chunk * 8;
+            if (ragged)
+            {
+                for (int e = 0; e < 8; ++e)
+                {
+                    destination[e] = n0 + e < count ? sources[s][offset + e] : __float2half_rn(0.0F);
+                }
+            }
+            else
+            {
+                // an empty chunk reads nothing; its source is still an aligned address (the head's base)
+                async::copy16(destination, full ? sources[s] + offset : sources[s], full);
+            }
+        }
+    }
+}
+
+template <bool kTokenMajor, int kSources, typename Visit>
+__device__ __forceinline__ void visitStagedTile(
+    LinearAttentionParams const& p, __half const* stage, int tokenTile, int count, Visit const& visit)
+{
+    int const d = p.headDim;
+    int const tileHalves = tokenTile * d;
+    for (int chunk = threadIdx.x; chunk < tileHalves / 8; chunk += blockDim.x)
+    {
+        int n0;
+        int c0;
+        tileChunk<kTokenMajor, 8>(chunk, d, tokenTile, 0, 0, 0, n0, c0);
         __half x[kSources][8];
 #pragma unroll
         for (int s = 0; s < kSources; ++s)
         {
-            if (full)
-            {
-                int4 const raw = *reinterpret_cast<int4 const*>(sources[s] + offset);
-                memcpy(x[s], &raw, sizeof(raw));
-            }
-            else
-            {
-#pragma unroll
-                for (int e = 0; e < 8; ++e)
-                {
-                    x[s][e] = (kTokenMajor ? n0 : n0 + e) < count ? sources[s][offset + e] : zero;
-                }
-            }
+            int4 const raw = *reinterpret_cast<int4 const*>(stage + s * tileHalves + chunk * 8);
+            memcpy(x[s], &raw, sizeof(raw));
         }
 #pragma unroll
         for (int e = 0; e < 8; ++e)
@@ -231,6 +274,19 @@ __device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, __
             int const n = kTokenMajor ? n0 : n0 + e;
             visit(n, kTokenMajor ? c0 + e : c0, n < count, x[0][e], x[kSources - 1][e]);
         }
+    }
+}
+
+//! cp.async.wait_group stages - 2: this thread's copies of the oldest tile in flight have landed.
+__device__ __forceinline__ void waitRing(int stages)
+{
+    if (stages > 2)
+    {
+        async::wait<kLinearMmaMaxRingStages - 2>();
+    }
+    else
+    {
+        async::wait<0>();
     }
 }
 
@@ -283,8 +339,9 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
     int const featureRows = p.mmaFeatureRows;
     int const valueColumns = p.mmaValueColumns;
     int const tokenGroups = p.reduceGroups;
+    int const ringStages = p.reduceRingStages;
     LinearReduceMmaLayout const layout
-        = linearReduceMmaLayout(kTokenMajor, tokenTile, featureRows, valueColumns, tokenGroups);
+        = linearReduceMmaLayout(kTokenMajor, tokenTile, featureRows, valueColumns, tokenGroups, d, ringStages);
     float* const shared = sharedFloats();
     __half* const featureHigh = reinterpret_cast<__half*>(shared);
     __half* const featureLow = featureHigh + layout.featureHalves; // raw k before the transform
@@ -292,6 +349,7 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
     float* const rowState = shared + layout.statsOffsetFloats; // softmax: running max; QT: running scale (0: none)
     float* const correction = rowState + featureRows;
     float* const reduction = shared; // [group][featureRows][valueColumns] after the last tile
+    __half* const ring = reinterpret_cast<__half*>(shared + layout.ringOffsetFloats);
 
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
@@ -321,13 +379,32 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
     mma::FragmentC acc[kValueTiles];
     zeroFragments(acc);
 
+    __half const* const keysAndValues[2] = {kPtr, vPtr};
+    // Ring stages go round without a division: the current tile's, and the one it frees for the tile stages - 1
+    // ahead (the previous tile's).
+    auto issueTile = [&](int tileBegin, int stage) { // one token tile into a ring stage, one commit group
+        if (tileBegin < end)
+        {
+            copyTokenTileAsync<kTokenMajor>(p, keysAndValues, tileBegin, tokenTile, min(tokenTile, end - tileBegin),
+                ring + stage * layout.ringStageHalves);
+        }
+        async::commit();
+    };
+    for (int stage = 0; stage < ringStages - 1; ++stage)
+    {
+        issueTile(begin + stage * tokenTile, stage);
+    }
+
+    int stage = 0;
     for (int tileBegin = begin; tileBegin < end; tileBegin += tokenTile)
     {
         int const count = min(tokenTile, end - tileBegin);
-        __syncthreads(); // every warp's fragment loads of the previous tile are done
-        __half const* const keysAndValues[2] = {kPtr, vPtr};
-        loadTokenTile<kTokenMajor>(p, keysAndValues, tileBegin, tokenTile, count,
-            [&](int n, int c, bool /*valid*/, __half key, __half value) {
+        if (ringStages > 0)
+        {
+            waitRing(ringStages);
+        }
+        __syncthreads(); // every warp's fragment loads of the previous tile are done (and this tile's stage landed)
+        auto stageTile = [&](int n, int c, bool /*valid*/, __half key, __half value) {
                 values[stagedIndex<kTokenMajor>(c, n, layout.valueStride)] = value;
                 if (kMap == FeatureMap::kRelu)
                 {
@@ -338,7 +415,18 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
                 {
                     featureLow[stagedIndex<kTokenMajor>(c, n, layout.featureStride)] = key;
                 }
-            });
+            };
+        if (ringStages > 0)
+        {
+            // into the stage read one tile ago (before the barrier above)
+            issueTile(tileBegin + (ringStages - 1) * tokenTile, stage == 0 ? ringStages - 1 : stage - 1);
+            visitStagedTile<kTokenMajor, 2>(p, ring + stage * layout.ringStageHalves, tokenTile, count, stageTile);
+            stage = stage + 1 == ringStages ? 0 : stage + 1;
+        }
+        else
+        {
+            loadTokenTile<__half, kTokenMajor>(p, keysAndValues, tileBegin, tokenTile, count, stageTile);
+        }
         for (int n = threadIdx.x; n < tokenTile; n += blockDim.x)
         {
             values[stagedIndex<kTokenMajor>(d, n, layout.valueStride)] = n < count ? one : zero;
@@ -536,7 +624,9 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     int const dk = p.featureDim;
     int const featureRows = p.mmaFeatureRows;
     int const valueColumns = p.mmaValueColumns;
-    LinearOutputMmaLayout const layout = linearOutputMmaLayout(kTokenMajor, kSplitQuery, featureRows, valueColumns);
+    int const ringStages = p.outputRingStages;
+    LinearOutputMmaLayout const layout
+        = linearOutputMmaLayout(kTokenMajor, kSplitQuery, featureRows, valueColumns, d, ringStages);
     float* const shared = sharedFloats();
     __half* const contextHigh = reinterpret_cast<__half*>(shared);
     __half* const contextLow = contextHigh + layout.contextHalves;
@@ -545,6 +635,7 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     float* const columnScale = shared + layout.floatsOffset;
     float* const rowScale = columnScale + valueColumns;
     float* const rowMax = rowScale + kTile;
+    __half* const ring = reinterpret_cast<__half*>(shared + layout.ringOffsetFloats);
 
     int const lane = threadIdx.x & 31;
     int const warp = threadIdx.x >> 5;
@@ -559,8 +650,42 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     {
         reinterpret_cast<float*>(queryHigh)[index] = 0.0F; // padded feature rows stay zero
     }
+    // The ring's copies: the q tile `steps` items after the item at (batch, head, tile), into a ring stage, then one
+    // commit group (an empty one past the range). The coordinates advance from a known item (at most stages - 1
+    // steps), so no 64-bit division runs per tile.
+    auto issueAhead = [&](int64_t item, int batch, int head, int tile, int steps, int stage) {
+        if (item + steps < end)
+        {
+            for (tile += steps; tile >= tilesPerProblem; tile -= tilesPerProblem)
+            {
+                if (++head == p.heads)
+                {
+                    head = 0;
+                    ++batch;
+                }
+            }
+            __half const* const queries[1] = {static_cast<__half const*>(p.q) + inputHeadOffset(p, batch, head)};
+            copyTokenTileAsync<kTokenMajor>(p, queries, tile * kTile, kTile, min(kTile, p.tokens - tile * kTile),
+                ring + stage * layout.ringStageHalves);
+        }
+        async::commit();
+    };
+    if (ringStages > 0)
+    {
+        int64_t const problem = first / tilesPerProblem;
+        for (int stage = 0; stage < ringStages - 1; ++stage)
+        {
+            issueAhead(first, static_cast<int>(problem / p.heads), static_cast<int>(problem % p.heads),
+                static_cast<int>(first - problem * tilesPerProblem), stage, stage);
+        }
+    }
+    int stage = 0; // the current item's; the previous item's receives the item stages - 1 ahead
     for (int64_t item = first; item < end; ++item)
     {
+        if (ringStages > 0)
+        {
+            waitRing(ringStages); // before any barrier of this item: the q tile is visible after the next one
+        }
         int64_t const problem = item / tilesPerProblem;
         int const tileBegin = static_cast<int>(item - problem * tilesPerProblem) * kTile;
         int const head = static_cast<int>(problem % p.heads);
@@ -607,8 +732,7 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
     {
         int const count = min(kTile, p.tokens - tileBegin);
         __syncthreads(); // the previous tile's output staging has been stored (and the context split is visible)
-        __half const* const queries[1] = {qPtr};
-        loadTokenTile<kTokenMajor>(p, queries, tileBegin, kTile, count, [&](int n, int c, bool, __half x, __half) {
+        auto stageQuery = [&](int n, int c, bool, __half x, __half) {
             int const at = stagedIndex<kTokenMajor>(c, n, layout.queryStride);
             if (kMap == FeatureMap::kRelu)
             {
@@ -618,7 +742,19 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
             {
                 queryLow[at] = x;
             }
-        });
+        };
+        if (ringStages > 0)
+        {
+            // item + stages - 1, into the previous item's stage
+            issueAhead(item, batch, head, tileBegin / kTile, ringStages - 1, stage == 0 ? ringStages - 1 : stage - 1);
+            visitStagedTile<kTokenMajor, 1>(p, ring + stage * layout.ringStageHalves, kTile, count, stageQuery);
+            stage = stage + 1 == ringStages ? 0 : stage + 1;
+        }
+        else
+        {
+            __half const* const queries[1] = {qPtr};
+            loadTokenTile<__half, kTokenMajor>(p, queries, tileBegin, kTile, count, stageQuery);
+        }
         __syncthreads();
         if (kSplitQuery)
         {
@@ -786,7 +922,7 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
 //! Persistent output pass on tensor cores: one wave of 4-warp blocks over contiguous ranges of the launch's
 //! (problem, token tile) items (the context split once per problem a block touches).
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__global__ void __launch_bounds__(kLinearMmaOutputThreads) linearOutputMmaKernel(
+__global__ void __launch_bounds__(kLinearMmaOutputThreads, 1) linearOutputMmaKernel(
     LinearAttentionParams const p, int64_t items)
 {
 #if EDGEATTN_MMA_AVAILABLE
@@ -810,23 +946,6 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
     int64_t const tiles = ceilDiv(p.tokens, kLinearMmaOutputTile);
     outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);
 #endif
-}
-
-/*
- * Whether the tensor-core passes can move their FP16 token tiles in 16-byte loads and stores: 8 elements along the
- * contiguous axis (a (B, N, C) row's channels: head_dim and C multiples of 8; an NCHW plane's tokens: H x W a
- * multiple of 8) and q, k, v, out 16-byte aligned. Otherwise 2-byte accesses (the same results).
- */
-inline bool linearVectorLoads(LinearAttentionParams const& p, bool tokenMajor)
-{
-    auto aligned = [](void const* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
-    bool const pointers = aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out);
-    bool const strides = tokenMajor
-        ? p.headDim % 8 == 0 && p.inChannelStride == 1 && p.outChannelStride == 1 && p.inTokenStride % 8 == 0
-            && p.outTokenStride % 8 == 0 && p.inBatchStride % 8 == 0 && p.outBatchStride % 8 == 0
-        : p.inTokenStride == 1 && p.outTokenStride == 1 && p.inChannelStride % 8 == 0 && p.outChannelStride % 8 == 0
-            && p.inBatchStride % 8 == 0 && p.outBatchStride % 8 == 0;
-    return pointers && strides;
 }
 
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
@@ -875,7 +994,9 @@ int launchLinearAttentionMma(LinearAttentionParams params, LinearAttentionPlan c
     params.mmaValueColumns = mmaPlan.valueColumns;
     params.mmaFeatureTiles = mmaPlan.featureTiles;
     params.mmaValueTiles = mmaPlan.valueTiles;
-    params.vectorLoads = linearVectorLoads(params, kTokenMajor) ? 1 : 0;
+    params.vectorLoads = linearVectorLoads<__half>(params, kTokenMajor) ? 1 : 0;
+    params.reduceRingStages = params.vectorLoads != 0 ? mmaPlan.reduceRingStages : 0;
+    params.outputRingStages = params.vectorLoads != 0 ? mmaPlan.outputRingStages : 0;
     // value tiles as a template argument, so the accumulators stay in registers
     if (mmaPlan.valueTiles <= 3)
     {

@@ -8,8 +8,9 @@ case runs with the blocks in index order, reversed, and in seeded pseudo-random 
 against the PyTorch reference with the GPU tests' FP16 criterion. A variant of the kernels with bugs planted in the
 new paths (selectable at run time, so one extra build covers them all) must fail: the first block to arrive merging
 instead of the last, the tickets not reset, the fused block writing only its first output tile, a persistent
-block keeping the first problem's context for the next problem, and an offset slip in the tensor-core path's
-16-byte token-tile loads.
+block keeping the first problem's context for the next problem, an offset slip in the 16-byte token-tile loads
+(both paths), a missing cp.async.wait_group and a stage index off by one in the tensor-core path's cp.async ring,
+and the 16-byte path taken for misaligned tensors.
 """
 import ctypes
 
@@ -180,19 +181,47 @@ PLANTED_LINEAR_BUGS = (
     ("common/linearAttention.cuh", "    if (params.splits <= 1)\n",
      "    if (params.splits <= 1 || edgeattn_planted_bug == 2)\n"),
     # 3: the fused block writes only its head's first output tile
-    ("common/linearAttention.cuh", "outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, (problem + 1) * tiles);",
-     "outputTiles<T, kMap, kTokenMajor>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * tiles + 1 "
+    ("common/linearAttention.cuh",
+     "outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, (problem + 1) * tiles);",
+     "outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * tiles + 1 "
      ": (problem + 1) * tiles);"),
     ("common/linearAttentionTensorCore.cuh",
      "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);",
      "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * "
      "tiles + 1 : (problem + 1) * tiles);"),
-    # 5: the 16-byte token-tile loads read the next 8 elements (a chunk-offset slip)
+    # 5: the 16-byte token-tile loads read the next chunk (an offset slip), in the direct loads of both paths and in
+    # the tensor-core path's cp.async ring
+    ("common/linearAttention.cuh",
+     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);\n"
+     "        bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;",
+     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0)\n"
+     "            + (edgeattn_planted_bug == 5 ? kVector : 0);\n"
+     "        bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;"),
     ("common/linearAttentionTensorCore.cuh",
-     "        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride;\n"
-     "        bool const full",
-     "        int64_t const offset = static_cast<int64_t>(tileBegin + n0) * p.inTokenStride + c0 * p.inChannelStride\n"
-     "            + (edgeattn_planted_bug == 5 ? 8 : 0);\n        bool const full"),
+     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);\n"
+     "        bool const full = kTokenMajor ? n0 < count : n0 + 8 <= count;",
+     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0)\n"
+     "            + (edgeattn_planted_bug == 5 ? 8 : 0);\n"
+     "        bool const full = kTokenMajor ? n0 < count : n0 + 8 <= count;"),
+    # 6: the ring's cp.async.wait_group left out (the reduction's and the output pass's)
+    ("common/linearAttentionTensorCore.cuh", "        if (ringStages > 0)\n        {\n            waitRing(ringStages);\n",
+     "        if (ringStages > 0 && edgeattn_planted_bug != 6)\n        {\n            waitRing(ringStages);\n"),
+    ("common/linearAttentionTensorCore.cuh",
+     "        if (ringStages > 0)\n        {\n            waitRing(ringStages); // before any barrier",
+     "        if (ringStages > 0 && edgeattn_planted_bug != 6)\n        {\n"
+     "            waitRing(ringStages); // before any barrier"),
+    # 7: the reduction reads the ring stage of the next tile (a stage-index slip)
+    ("common/linearAttentionTensorCore.cuh",
+     "visitStagedTile<kTokenMajor, 2>(p, ring + stage * layout.ringStageHalves, tokenTile, count, stageTile);",
+     "visitStagedTile<kTokenMajor, 2>(p, ring + (edgeattn_planted_bug == 7 ? (stage + 1) % ringStages : stage) "
+     "* layout.ringStageHalves, tokenTile, count, stageTile);"),
+    ("common/linearAttentionTensorCore.cuh",
+     "visitStagedTile<kTokenMajor, 1>(p, ring + stage * layout.ringStageHalves, kTile, count, stageQuery);",
+     "visitStagedTile<kTokenMajor, 1>(p, ring + (edgeattn_planted_bug == 7 ? (stage + 1) % ringStages : stage) "
+     "* layout.ringStageHalves, kTile, count, stageQuery);"),
+    # 8: the 16-byte path taken for tensors that are not 16-byte aligned
+    ("common/linearAttention.cuh", "    return pointers && strides;\n",
+     "    return (pointers || edgeattn_planted_bug == 8) && strides;\n"),
     # 4: a persistent block keeps the context of its first problem
     ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
      "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
@@ -216,11 +245,10 @@ PLANTED_LAUNCH_BUGS = [
     (4, 600, "FP16 max error", "stale-persistent-context"),
     (5, 600, "left unwritten", "vector-load-offset"),  # the slipped last chunk of a row reads the NaN guard past the tensor
 ]
-#: bug 5 is in the 16-byte token-tile loads, which only the tensor-core path (sm_80+) has
+#: both paths have each mechanism (bug 5: the scalar path's 16-byte loads, the tensor-core path's cp.async ring)
 PLANTED_LAUNCH_MATRIX = [pytest.param(bug, tokens, message, capability, id="{}-{}".format(name, capability_id))
                          for bug, tokens, message, name in PLANTED_LAUNCH_BUGS
-                         for capability, capability_id in zip(CAPABILITIES, CAPABILITY_IDS)
-                         if not (bug == 5 and capability < (8, 0))]
+                         for capability, capability_id in zip(CAPABILITIES, CAPABILITY_IDS)]
 
 
 @pytest.mark.parametrize("bug, tokens, message, capability", PLANTED_LAUNCH_MATRIX)
@@ -236,3 +264,62 @@ def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, 
         run_efficient(variant, q, k, v, heads=2)
     variant.planted_bug.value = 0
     assert message in str(caught.value), str(caught.value)
+
+
+# ---- the tensor-core path's cp.async ring of token tiles, the 16-byte path's alignment check ------------------------
+def lite_mla_ring_run(library, misaligned=False):
+    """LiteMLA QT, head_dim 32, 2 groups on 24 x 24 (576 tokens, a multiple of 8 as 16-byte chunks of an NCHW plane
+    need: 3 splits), batch 2: a 2-stage ring in both passes (3 stages do not fit 48 KB beside the QT staging)."""
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(("ring", "quadratic_taylor", 32, 2, 2, 24, 24, "group"))
+    return run_lite_mla(library, qkv, 32, "quadratic_taylor", 1e-6, alpha, beta, gamma, misaligned=misaligned)
+
+
+RING_RUNS = {
+    # EFFATT head_dim 32: a 3-stage ring in both passes; N = 600: 3 splits of 4, 4 and 2 tiles (the ring wraps), 40
+    # output tiles over a few persistent blocks; N = 196: the fused block (reduction, then output pass)
+    "effatt-600-3-stages": lambda library: run_efficient(library, *effatt_inputs(2, 600, 64, torch.float16), heads=2),
+    "effatt-196-fused": lambda library: run_efficient(library, *effatt_inputs(2, 196, 64, torch.float16), heads=2),
+    "lite-mla-qt-2-stages": lite_mla_ring_run,
+}
+
+
+@pytest.mark.parametrize("run", sorted(RING_RUNS))
+@pytest.mark.parametrize("bug", [6, 7], ids=["missing-wait-group", "wrong-stage-index"])
+def test_planted_bugs_in_the_cp_async_ring_fail(planted_linear_kernels, bug, run):
+    """sm_87, 16-byte aligned FP16 tensors: the token tiles of the reduction and the output pass stream through a
+    cp.async ring (2 or 3 stages of 16-byte copies, tile t + 1 and t + 2 in flight while tile t is staged and
+    multiplied); without a planted bug the same library matches the reference with the same bits in both schedules
+    (run_efficient / run_lite_mla). A missing cp.async.wait_group reads stages that have not landed (the emulator's
+    NaN poison), and a stage index off by one reads the tile still in flight: both must fail, which also shows the
+    ring is what ran."""
+    variant = planted_linear_kernels
+    variant.set_compute_capability(8, 7)
+    variant.planted_bug.value = 0
+    RING_RUNS[run](variant)
+    variant.planted_bug.value = bug
+    try:
+        with pytest.raises(AssertionError) as caught:
+            RING_RUNS[run](variant)
+    finally:
+        variant.planted_bug.value = 0
+    assert "left unwritten" in str(caught.value) or "max error" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+def test_misaligned_tensors_take_the_element_wise_path(planted_linear_kernels, capability):
+    """Tensors 2 bytes off 16-byte alignment: both paths move them element by element (the reference matches); the
+    planted bug 8 takes the 16-byte path (scalar: int4 loads; tensor cores: the cp.async ring) for them anyway, which
+    the emulator faults as a misaligned 16-byte access."""
+    variant = planted_linear_kernels
+    variant.set_compute_capability(*capability)
+    q, k, v = effatt_inputs(2, 600, 64, torch.float16)
+    variant.planted_bug.value = 0
+    run_efficient(variant, q, k, v, heads=2, misaligned=True)
+    lite_mla_ring_run(variant, misaligned=True)
+    variant.planted_bug.value = 8
+    try:
+        with pytest.raises(AssertionError) as caught:
+            run_efficient(variant, q, k, v, heads=2, misaligned=True)
+    finally:
+        variant.planted_bug.value = 0
+    assert "align" in str(caught.value), str(caught.value)
