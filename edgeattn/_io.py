@@ -319,6 +319,19 @@ def read_json(path, kind, schema=None, what=None, finite=False):
     return value
 
 
+def read_input_bytes(path):
+    """The whole content of the input file ``path``; :class:`EdgeAttnError` in one line when it cannot be read
+    (``"cannot read PATH: reason"``) or is empty (``"PATH is empty"``)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
+    if not data:
+        raise EdgeAttnError("{} is empty".format(path))
+    return data
+
+
 def sha256_file(path, chunk_size=1 << 20):
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -23,7 +23,7 @@ Statistics: see :mod:`edgeattn.bench.stats` (cov is a fraction). Throughput = ba
 import os
 
 from .. import filekind, onnx_graph
-from .._io import sha256_file
+from .._io import read_input_bytes, sha256_file
 from ..console import warn
 from ..errors import EdgeAttnError
 from ..tensorrt import manifest as manifest_module
@@ -46,13 +46,7 @@ def _model_kind(path):
     filekind.require(path, ("onnx", "engine"), "an ONNX model or a TensorRT engine")
     if os.path.isdir(path):
         raise EdgeAttnError("{} is a directory, not a model file".format(path))
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
-    if not data:
-        raise EdgeAttnError("{} is empty".format(path))
+    data = read_input_bytes(path)
     if onnx_graph.is_onnx_model(data):
         return "onnx", data
     if path.lower().endswith(".onnx"):

@@ -9,29 +9,22 @@ from .options import allow_engine_host_code_option, backend_option, plugin_lib_o
 
 
 def _file_kind(path):
-    """``"onnx"``, ``"layers"`` (a JSON document) or ``"engine"``, from the content."""
+    """``("onnx" | "layers" | "engine", content)``: ``"layers"`` is a JSON document, recognised from the content."""
     from .. import onnx_graph
+    from .._io import read_input_bytes
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise EdgeAttnError("cannot read {}: {}".format(path, error.strerror or error))
-    if not data:
-        raise EdgeAttnError("{} is empty".format(path))
+    data = read_input_bytes(path)
     if path.lower().endswith(".onnx") or onnx_graph.is_onnx_model(data):
-        return "onnx"
+        return "onnx", data
     if data.lstrip()[:1] in (b"{", b"["):
-        return "layers"
-    return "engine"
+        return "layers", data
+    return "engine", data
 
 
-def _describe_layer_file(path):
+def _describe_layer_file(path, data):
     from ..tensorrt.layers import describe_layers
     from ..trtexec.exports import parse_layer_info
 
-    with open(path, "rb") as handle:
-        data = handle.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -159,7 +152,7 @@ def inspect_(model, as_json, plugin_lib, backend, trtexec_path, allow_engine_hos
                      "an ONNX model, a TensorRT engine or a trtexec --exportLayerInfo file", command="`edgeattn inspect`")
     if os.path.isdir(model):
         raise EdgeAttnError("{} is a directory, not a model, engine or layer file".format(model))
-    kind = _file_kind(model)
+    kind, data = _file_kind(model)
     if kind == "onnx":
         from ..export.inspection import describe_onnx, format_description
 
@@ -167,7 +160,7 @@ def inspect_(model, as_json, plugin_lib, backend, trtexec_path, allow_engine_hos
     else:
         from ..tensorrt.layers import format_description
 
-        description = (_describe_layer_file(model) if kind == "layers"
+        description = (_describe_layer_file(model, data) if kind == "layers"
                        else _describe_engine(model, backend, plugin_lib, trtexec_path, allow_engine_host_code))
     if as_json:
         click.echo(json.dumps(description, indent=2))
