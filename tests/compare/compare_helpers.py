@@ -1,8 +1,21 @@
-"""Tiny image classifiers written with onnx.helper, for the compare tests."""
+"""Tiny image classifiers written with onnx.helper, the seeded inputs compare documents, and the one-line error
+check, for the compare tests."""
 import numpy as np
 
 SIZE = 8
 CLASSES = 10
+
+
+def seeded_inputs(count, seed=0, size=SIZE):
+    """The documented input contract: standard normal, numpy default_rng(seed), N x 3 x H x W float32."""
+    return np.random.default_rng(seed).standard_normal((count, 3, size, size)).astype(np.float32)
+
+
+def one_error_line(result, progress=("edgeattn compare: ",)):
+    """The one ``edgeattn: error:`` line on stderr (progress lines, starting with ``progress``, set aside)."""
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith(tuple(progress))]
+    assert len(lines) == 1 and lines[0].startswith("edgeattn: error: "), result.stderr
+    return lines[0]
 
 
 def classifier_bytes(weight, batch="batch", size=SIZE):

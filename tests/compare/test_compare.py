@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from compare_helpers import SIZE, classifier_weight
+from compare_helpers import SIZE, classifier_weight, one_error_line, seeded_inputs
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("polygraphy")
@@ -15,17 +15,6 @@ pytest.importorskip("polygraphy")
 def ort_run(path, images):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     return session.run(None, {"images": images})[0]
-
-
-def seeded_inputs(count, seed=0, size=SIZE):
-    """The documented input contract: standard normal, numpy default_rng(seed), N x 3 x H x W float32."""
-    return np.random.default_rng(seed).standard_normal((count, 3, size, size)).astype(np.float32)
-
-
-def _one_error_line(result):
-    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("edgeattn compare: ")]
-    assert len(lines) == 1 and lines[0].startswith("edgeattn: error: "), result.stderr
-    return lines[0]
 
 
 def test_identical_models_pass(invoke, classifier, tmp_path):
@@ -119,5 +108,5 @@ def test_bad_input_one_line_exit_2(args, words, invoke, classifier, tmp_path):
              "static2": classifier("static2.onnx", batch=2), "empty_dir": str(empty)}
     out = tmp_path / "report.json"
     result = invoke(["compare"] + [a.format(**paths) for a in args] + ["--json", out], expect=2)
-    assert words in _one_error_line(result)
+    assert words in one_error_line(result)
     assert not out.exists()

@@ -17,7 +17,7 @@ ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("polygraphy")
 
 import fake_tensorrt  # noqa: E402
-from compare_helpers import layered_model  # noqa: E402
+from compare_helpers import layered_model, one_error_line, seeded_inputs  # noqa: E402
 
 SHAPES = "x:1x3x4x4,4x3x4x4,4x3x4x4"
 PLANTED = {"/conv2/Conv": 1.01}
@@ -25,21 +25,17 @@ MATMUL = "(Unnamed Layer* 5) [Matrix Multiply]_output"
 
 
 def _one_error_line(result):
-    lines = [line for line in result.stderr.strip().splitlines()
-             if not line.startswith(("edgeattn compare: ", "edgeattn build"))]
-    assert len(lines) == 1 and lines[0].startswith("edgeattn: error: "), result.stderr
-    return lines[0]
+    return one_error_line(result, progress=("edgeattn compare: ", "edgeattn build"))
 
 
 def _reference_c2(model, count=4):
-    """c2 of the ONNX model on ONNX Runtime for the first ``count`` seeded inputs (the documented input contract:
-    standard normal from numpy's default_rng(0))."""
+    """c2 of the ONNX model on ONNX Runtime for the first ``count`` seeded inputs."""
     import onnx
 
     proto = onnx.load(model)
     proto.graph.output.append(onnx.ValueInfoProto(name="c2"))
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    inputs = np.random.default_rng(0).standard_normal((count, 3, 4, 4)).astype(np.float32)
+    inputs = seeded_inputs(count, size=4)
     return session.run(["c2"], {"x": inputs})[0]
 
 

@@ -6,21 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from compare_helpers import SIZE
+from compare_helpers import one_error_line, seeded_inputs
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("polygraphy")
-
-
-def seeded_inputs(count, seed=0, size=SIZE):
-    """The documented input contract: standard normal, numpy default_rng(seed), N x 3 x H x W float32."""
-    return np.random.default_rng(seed).standard_normal((count, 3, size, size)).astype(np.float32)
-
-
-def _one_error_line(result):
-    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("edgeattn compare: ")]
-    assert len(lines) == 1 and lines[0].startswith("edgeattn: error: "), result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("version", ["8.2.1", "10.3.0", "11.1.0"])
@@ -93,7 +82,7 @@ def test_checkpoint_against_its_export(invoke, tmp_path):
     assert report["outputs"]["logits"]["max_abs"] <= 1e-4 * np.abs(expected).max()
     state_dict = tmp_path / "state.pt"
     torch.save(model.state_dict(), state_dict)
-    line = _one_error_line(invoke(["compare", onnx_path, state_dict], expect=2))
+    line = one_error_line(invoke(["compare", onnx_path, state_dict], expect=2))
     assert "without an architecture name" in line
 
 
@@ -116,7 +105,7 @@ def test_checkpoint_side_never_unpickles_without_trust_pickle(invoke, classifier
     checkpoint = tmp_path / "planted.pt"
     torch.save({"state_dict": {"w": torch.zeros(1)}, "payload": _Planted(str(marker))}, str(checkpoint))
     model = classifier("model.onnx")
-    line = _one_error_line(invoke(["compare", model, checkpoint], expect=2))
+    line = one_error_line(invoke(["compare", model, checkpoint], expect=2))
     assert "--trust-pickle" in line
     assert not marker.exists(), "compare unpickled the checkpoint without --trust-pickle"
     with pytest.warns(UserWarning, match="trust_pickle=True"):
@@ -130,7 +119,7 @@ def test_tensorrt_variant_onnx_is_explained(invoke, classifier, tmp_path):
 
     variant = tmp_path / "model.trt.onnx"
     variant.write_bytes(matmul_model(with_custom=True, with_function=False))
-    line = _one_error_line(invoke(["compare", str(variant), classifier("b.onnx")], expect=2))
+    line = one_error_line(invoke(["compare", str(variant), classifier("b.onnx")], expect=2))
     assert "ONNX Runtime cannot run EdgeAttnLiteMLA" in line and "local functions" in line
 
 
