@@ -18,7 +18,8 @@ below ``min_top1``.
 
 Modules: :mod:`.inputs` (what both sides run on), :mod:`.sides` (opening and running each side), :mod:`.metrics`
 (matching outputs, Polygraphy's comparator, cosine and top-k agreement), :mod:`.report` (``compare_models`` and
-its text), :mod:`.check` (``edgeattn build --check``).
+its text), :mod:`.layers` (``--layers``: every intermediate tensor, ONNX Runtime and TensorRT sides), :mod:`.check`
+(``edgeattn build --check``).
 """
 from .check import CHECK_INPUTS, CHECK_TOLERANCES, check_engine, format_check
 from .inputs import (CROP_FRACTION, DEFAULT_INPUTS, IMAGE_EXTENSIONS, IMAGENET_MEAN, IMAGENET_STD, SKIMAGE_PICTURES,

@@ -55,8 +55,13 @@ def mark_every_tensor(builder, network, parser=None):
     with _quiet_polygraphy():
         from polygraphy import constants
         from polygraphy.backend.trt import ModifyNetworkOutputs
+        from polygraphy.exception import PolygraphyException
 
-        ModifyNetworkOutputs((builder, network, parser), outputs=constants.MARK_ALL)()
+        try:
+            ModifyNetworkOutputs((builder, network, parser), outputs=constants.MARK_ALL)()
+        except PolygraphyException as error:
+            raise EdgeAttnError("Polygraphy could not mark every tensor of the network as an output: {}".format(
+                " ".join(str(error).split())))
     return network
 
 
@@ -123,10 +128,21 @@ def check_layer_sides(sides, marked_build):
         if marked_build is None:
             raise EdgeAttnError("--layers on the engine {}: this caller cannot rebuild engines; compare its ONNX "
                                 "file instead".format(side.path))
-        from ..tensorrt.api import import_tensorrt
+        from ..tensorrt.api import import_tensorrt, tensorrt_version
+        from ..trtexec.version import TrtVersion
 
-        import_tensorrt("--layers on an engine (rebuilt with every tensor marked as an output; trtexec cannot mark "
-                        "them)")
+        trt = import_tensorrt("--layers on an engine (rebuilt with every tensor marked as an output; trtexec cannot "
+                              "mark them)")
+        try:
+            built_with = TrtVersion(str(side.manifest["tensorrt"]["version"]))
+        except (KeyError, TypeError, ValueError):
+            built_with = None
+        if built_with and built_with != tensorrt_version(trt):
+            # another TensorRT would rebuild another engine: its tensors would say nothing about this one
+            raise EdgeAttnError("--layers on the engine {}: it was built with TensorRT {}, and the rebuild with "
+                                "every tensor marked would use this Python's TensorRT {}: run it where that "
+                                "TensorRT is, or rebuild the engine with this one (`edgeattn build`)".format(
+                                    side.path, built_with, tensorrt_version(trt)))
 
 
 def _side_tensors(side, batch, marked_build, plugins, say):

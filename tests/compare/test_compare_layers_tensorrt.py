@@ -116,6 +116,21 @@ def test_layers_on_an_engine_needs_tensorrt_python(invoke, classifier, fake_trte
     assert "tensorrt is not installed" in line and "trtexec cannot mark them" in line
 
 
+
+def test_layers_on_an_engine_of_another_tensorrt_is_refused(invoke, classifier, fake_trtexec, tmp_path, monkeypatch,
+                                                             no_jetson):
+    """An engine that runs through trtexec 10.3 while this Python has TensorRT 10.4: the marked rebuild would be
+    another TensorRT's engine, so no tensor of it stands for this one."""
+    trtexec = fake_trtexec("10.3.0")
+    model = classifier("model.onnx")
+    invoke(["build", model, "--backend", "trtexec", "--trtexec", trtexec, "--plugins", "off"], expect=0)
+    state = fake_tensorrt.install(monkeypatch, version="10.4.0")
+    line = _one_error_line(invoke(["compare", str(tmp_path / "model.engine"), model, "--backend", "trtexec",
+                                   "--trtexec", trtexec, "--layers", "--inputs", "2"], expect=2))
+    assert "built with TensorRT 10.3.0" in line and "this Python's TensorRT 10.4.0" in line
+    assert state["builds"] == []
+
+
 # ------------------------------------------------------------------------------------------- build --check
 def test_build_check_names_the_first_divergent_tensor(invoke, tmp_path, monkeypatch, isolated_path, no_jetson):
     """A failed check (exit 1, engine and manifest kept, as before) prints where the engine first drifts."""
