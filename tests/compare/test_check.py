@@ -1,6 +1,7 @@
 """``edgeattn build --check`` (compare/check.py): the comparison recorded in the manifest, exit 1 on a
 failure with engine and record kept."""
 import json
+import sys
 
 import pytest
 
@@ -24,12 +25,16 @@ def test_build_check_records_the_comparison_in_the_manifest(invoke, classifier, 
 
 def test_build_check_failure_exits_1_and_keeps_engine_and_record(invoke, classifier, fake_trtexec, tmp_path,
                                                                  monkeypatch, no_jetson):
+    """Without TensorRT's Python API (trtexec cannot mark every tensor) the summary says why no divergent tensor
+    is named."""
+    monkeypatch.setitem(sys.modules, "tensorrt", None)
     trtexec = fake_trtexec("10.3.0")
     model = classifier("model.onnx")
     monkeypatch.setenv("FAKE_TRTEXEC_OUTPUT_ERROR", "0.5")  # far outside the FP32 tolerance
     result = invoke(["build", model, "--backend", "trtexec", "--trtexec", trtexec, "--plugins", "off", "--check"],
                     expect=1)
     assert "check      FAILED" in result.stdout
+    assert "  layers     not compared: tensorrt is not installed" in result.stdout
     manifest = json.loads((tmp_path / "model.engine.json").read_text())
     assert (tmp_path / "model.engine").exists() and manifest["check"]["passed"] is False
     assert manifest["check"]["failures"]

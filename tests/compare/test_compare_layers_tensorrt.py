@@ -153,15 +153,3 @@ def test_build_check_that_passes_runs_no_marked_build(invoke, tmp_path, monkeypa
                     expect=0)
     assert "check      PASSED" in result.stdout and "layers" not in result.stdout
     assert state["builds"] == [["logits"]]
-
-
-def test_build_check_on_trtexec_says_why_no_tensor_is_named(invoke, classifier, fake_trtexec, tmp_path,
-                                                            monkeypatch, no_jetson):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "tensorrt", None)
-    monkeypatch.setenv("FAKE_TRTEXEC_OUTPUT_ERROR", "0.5")
-    trtexec = fake_trtexec("10.3.0")
-    result = invoke(["build", classifier("model.onnx"), "--backend", "trtexec", "--trtexec", trtexec, "--plugins",
-                     "off", "--check"], expect=1)
-    assert "  layers     not compared: tensorrt is not installed" in result.stdout
