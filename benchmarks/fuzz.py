@@ -6,7 +6,8 @@ one-line message, a returned record is strict JSON, nothing outside the input is
 each target runs ``--examples`` random examples (hypothesis, seeded); a failing example does not stop the run: it is
 counted, and the smallest failing inputs of each distinct failure (exception type and where it was raised) are kept.
 Per-example time is recorded too: the slowest example in wall-clock and in CPU seconds, how many took over
-``--slow-s`` of wall-clock time, and the inputs of the slowest ones (a parser that can hang shows up there; on a
+``--slow-s`` of wall-clock time, and the inputs of the slowest ones; an example over ``--cpu-limit-s`` of CPU is
+a failure like an exception (a parser that can hang shows up there; on a
 shared machine a wall-clock outlier whose CPU time is small was waiting for the CPU, not parsing).
 
     python benchmarks/fuzz.py --examples 10000 --jobs 8 --json benchmarks/results/fuzz.json
@@ -55,7 +56,7 @@ def _describe(value, limit=600):
 BATCH = 1000
 
 
-def run_target(target, examples, seed, workdir, slow_s, until=None):
+def run_target(target, examples, seed, workdir, slow_s, until=None, cpu_limit_s=None):
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
@@ -66,21 +67,28 @@ def run_target(target, examples, seed, workdir, slow_s, until=None):
     failures = {}  # signature -> [(size, description, message)]
     slowest = []  # [(cpu seconds, wall seconds, description)]
 
+    def fail(value, signature, message):
+        stats["failures"] += 1
+        kept = failures.setdefault(signature, [])
+        kept.append((len(repr(value)), _describe(value), message))
+        kept.sort(key=lambda item: item[0])
+        del kept[KEEP_SMALLEST:]
+
     def run(value):
         stats["examples"] += 1
         started, started_cpu = time.perf_counter(), time.thread_time()
+        failed = False
         try:
             fuzz_targets.check(target, value, workdir)
         except Exception as error:  # noqa: BLE001 - every failure is recorded, the run goes on
-            stats["failures"] += 1
-            signature = "{} at {}".format(type(error).__name__, _where(error))
-            message = (str(error).strip().splitlines() or [""])[0][:300]
-            kept = failures.setdefault(signature, [])
-            kept.append((len(repr(value)), _describe(value), message))
-            kept.sort(key=lambda item: item[0])
-            del kept[KEEP_SMALLEST:]
+            failed = True
+            fail(value, "{} at {}".format(type(error).__name__, _where(error)),
+                 (str(error).strip().splitlines() or [""])[0][:300])
         finally:
             elapsed, cpu = time.perf_counter() - started, time.thread_time() - started_cpu
+            if cpu_limit_s is not None and cpu > cpu_limit_s and not failed:
+                fail(value, "slow: over {} CPU seconds".format(cpu_limit_s),
+                     "{:.2f} CPU seconds for one example".format(cpu))
             stats["max_example_s"] = max(stats["max_example_s"], elapsed)
             stats["max_example_cpu_s"] = max(stats["max_example_cpu_s"], cpu)
             stats["slow_examples"] += elapsed > slow_s
@@ -120,11 +128,11 @@ def _job(job):
     import fuzz_targets
 
     warnings.simplefilter("ignore")
-    corpus, name, examples, seed, workdir, slow_s, until = job
+    corpus, name, examples, seed, workdir, slow_s, until, cpu_limit_s = job
     target = fuzz_targets.targets(corpus)[name]
     if not fuzz_targets.available(target):
         return name, {"skipped": "needs {}".format(target.needs)}
-    return name, run_target(target, examples, seed, workdir, slow_s, until)
+    return name, run_target(target, examples, seed, workdir, slow_s, until, cpu_limit_s)
 
 
 def _code_commit():
@@ -159,6 +167,9 @@ def main(argv=None):
     parser.add_argument("--targets", default=None, help="comma list of target names (default: all)")
     parser.add_argument("--seed", type=int, default=37, help="hypothesis seed (default 37)")
     parser.add_argument("--slow-s", type=float, default=1.0, help="an example slower than this is counted as slow")
+    parser.add_argument("--cpu-limit-s", type=float, default=1.0,
+                        help="an example that takes more CPU than this is a failure (a parser must not take seconds "
+                             "on a short input; 0: no limit)")
     parser.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once, one process each")
     parser.add_argument("--until", default=None, metavar="HH:MM",
                         help="stop drawing new batches at this local time (a target then reports fewer examples)")
@@ -185,6 +196,7 @@ def main(argv=None):
     previous = os.getcwd()
     os.chdir(cwd)
     record = {"schema": SCHEMA, "examples_per_target": args.examples, "seed": args.seed, "slow_s": args.slow_s,
+              "cpu_limit_s": args.cpu_limit_s or None,
               "python": platform.python_version(), "hypothesis": hypothesis.__version__,
               "started_unix": time.time(), "properties": fuzz_targets.__doc__.split("\n\n")[1].replace("\n", " "),
               "code": _code_commit(), "scratch": scratch or tempfile.gettempdir(), "targets": {}}
@@ -206,7 +218,7 @@ def main(argv=None):
             until = time.mktime(now[:3] + (hour, minute, 0) + now[6:])
             record["until"] = args.until
         jobs = [(corpus, name, args.examples, args.seed, os.path.join(base, "work-{}".format(name)), args.slow_s,
-                 until) for name in names]
+                 until, args.cpu_limit_s or None) for name in names]
         if args.jobs > 1:
             import multiprocessing
 

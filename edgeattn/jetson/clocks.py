@@ -21,7 +21,9 @@ TIMEOUT_S = 10
 _HEADER_RE = re.compile(r"SOC family:\s*(\S+)\s+Machine:\s*(.*)$")
 # CPU numbers and counts are short ASCII digit runs: a 5000-digit one would make Python 3.11's int() raise
 _CPU_RE = re.compile(r"^(cpu\d{1,4}):\s*(.*)$", re.ASCII)
-_KV_RE = re.compile(r"(\w+)=(\S*)")
+#: a key starts after a non-word character: without the lookbehind findall tries every start inside a long word
+#: and backtracks over the rest of it (quadratic: seconds for a 20000-digit token)
+_KV_RE = re.compile(r"(?<!\w)(\w+)=(\S*)")
 _ENGINE_RE = re.compile(r"^(GPU|EMC)\s+(.*)$")
 _POWER_MODE_RE = re.compile(r"NV Power Mode:\s*(\S+)")
 _TPC_RE = re.compile(r"Active GPU TPCs:\s*(\d{1,6})\b", re.ASCII)

@@ -165,8 +165,10 @@ ODD_NUMBERS = ["", "-", "-1", "0", "-0", "00", "1.", ".5", "1.5.3", "1e999", "-1
                "1_000", "١٢٣"]
 #: nesting past any recursion limit (json raises RecursionError, not ValueError)
 DEEP = ["[" * 20000, '{"a":' * 20000]
+#: a word of 20000 characters: a regex that backtracks over a word from each of its starts is quadratic on it
+LONG_WORD = "x9" * 10000
 _ODD_TEXT = st.sampled_from(ODD_NUMBERS) | st.text(max_size=8) | st.text(
-    alphabet=string.printable, max_size=16) | st.sampled_from(DEEP)
+    alphabet=string.printable, max_size=16) | st.sampled_from(DEEP + [LONG_WORD])
 
 
 @st.composite

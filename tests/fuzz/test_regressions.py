@@ -145,6 +145,20 @@ def test_jetson_clocks_cpu_ranges_are_bounded():
     assert clocks._cpu_range_members("0-3,5") == {0, 1, 2, 3, 5}
 
 
+@pytest.mark.parametrize("word", ["x9" * 10000, "9" * 20000, "key" * 5000 + "=1"])
+def test_jetson_clocks_keys_beside_a_long_word(word):
+    """Found by benchmarks/fuzz.py's CPU limit: the key=value regex backtracked over a 20000-character word from
+    each of its starts (3 CPU seconds for one line); the keys around such a word read as before."""
+    from edgeattn.jetson import clocks
+
+    data = clocks.parse_show("cpu0: Online=1 Governor=schedutil {} MinFreq=729600 MaxFreq=2201600 "
+                             "CurrentFreq=729600 IdleStates: WFI=1 c7=1\n".format(word))
+    assert data["cpus"]["cpu0"] == {"online": True, "governor": "schedutil", "min_khz": 729600,
+                                    "max_khz": 2201600, "cur_khz": 729600, "idle_states": {"WFI": 1, "c7": 1}}
+    assert dict(clocks._KV_RE.findall("a=1 x.b=2 (c=3) d==4 e=f=g")) == {"a": "1", "b": "2", "c": "3)", "d": "=4",
+                                                                         "e": "f=g"}
+
+
 def test_trtexec_device_counts_of_odd_digits_are_none():
     from edgeattn.trtexec.log import parse_device
 
