@@ -41,8 +41,10 @@ struct PathRow
 constexpr PathRow kPaths[] = {
     {EDGEATTN_KERNEL_PATH_SCALAR, 0, false, false, -1},
     {EDGEATTN_KERNEL_PATH_TENSOR_CORE, kMinTensorCoreArch, true, true, -1},
-    // blockify's one-warp-per-window kernel beside the pipelined one; the other ops have one tensor-core kernel
+    // blockify's one-warp-per-window kernel beside the pipelined one; SOFT's Newton-Raphson one block per problem
+    // (M > 64: the scalar iteration) beside its batched GEMM tiles; EFFATT and LiteMLA have one tensor-core kernel
     {EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP, kMinTensorCoreArch, true, true, EDGEATTN_OP_BLOCKIFY_ATTENTION},
+    {EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP, kMinTensorCoreArch, true, true, EDGEATTN_OP_SOFT_KERNEL_ATTENTION},
 };
 
 /*
@@ -52,6 +54,9 @@ constexpr PathRow kPaths[] = {
  * 2e62b91: benchmarks/results/kernels_gpu_h200.md), applied to every sm_80+ device until one of those is measured:
  * blockify 1.79x (batch 1) / 1.97x (batch 64) and SOFT 1.05x / 1.23x take the tensor cores; EFFATT 0.65x / 0.92x and
  * LiteMLA-QT 0.55x / 0.74x stay scalar; LiteMLA ReLU (0.75x at batch 1, 1.34x at 64) takes them from batch 64.
+ * SOFT's row names tensor_core_warp: the kernels of that measurement (M > 64: the scalar Newton-Raphson beside the
+ * tensor-core token passes). Its GEMM-tiled Newton-Raphson (tensor_core) is not measured yet: TensorRT >= 10 times it
+ * as a tactic; AUTO and TensorRT 8.x keep the measured kernels until a GPU run says otherwise.
  */
 struct DefaultRow
 {
@@ -64,7 +69,7 @@ struct DefaultRow
 constexpr DefaultRow kDefaultPaths[] = {
     {EDGEATTN_OP_BLOCKIFY_ATTENTION, kMinTensorCoreArch, 1, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
     {EDGEATTN_OP_LITE_MLA_RELU, kMinTensorCoreArch, 64, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
-    {EDGEATTN_OP_SOFT_KERNEL_ATTENTION, kMinTensorCoreArch, 1, EDGEATTN_KERNEL_PATH_TENSOR_CORE},
+    {EDGEATTN_OP_SOFT_KERNEL_ATTENTION, kMinTensorCoreArch, 1, EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP},
 };
 
 bool knownOp(int op)
@@ -230,11 +235,15 @@ int chooseKernelPath(char const* function, KernelCall call, bool hasTensorCoreKe
         "the tensor-core path is forced but this library's code for the sm_%d device was compiled for compute_%d "
         "(add an arch >= %d to EDGEATTN_CUDA_ARCHS)",
         arch.computeCapability, arch.codeArch, kMinTensorCoreArch);
-    bool const tensorCore = forced
-        || defaultPath(call.op, call.batch, arch.computeCapability, arch.codeArch) == EDGEATTN_KERNEL_PATH_TENSOR_CORE;
-    if (tensorCore)
+    int const chosen
+        = forced ? setting : defaultPath(call.op, call.batch, arch.computeCapability, arch.codeArch);
+    if (chosen == EDGEATTN_KERNEL_PATH_TENSOR_CORE)
     {
-        *path = setting == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP ? KernelPath::kTensorCoreWarp : KernelPath::kTensorCore;
+        *path = KernelPath::kTensorCore;
+    }
+    else if (chosen == EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP)
+    {
+        *path = KernelPath::kTensorCoreWarp;
     }
     return EDGEATTN_STATUS_SUCCESS;
 #endif

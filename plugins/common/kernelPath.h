@@ -34,7 +34,8 @@ namespace kernels
 
 //! The kernels of a launch (each a TensorRT tactic candidate). kTensorCoreWarp differs from kTensorCore only for
 //! blockify attention (blockifyMmaKernel, one warp per window, instead of blockifyFlashMmaKernel, the pipelined CTA
-//! kernel); launchOnKernelPath runs an op's tensor-core kernels for both.
+//! kernel) and SOFT (M > 64: the Newton-Raphson one block per problem instead of the batched GEMM tiles);
+//! launchOnKernelPath runs an op's tensor-core kernels for both.
 enum class KernelPath
 {
     kScalar,

@@ -20,6 +20,7 @@
 #include "common/kernelPath.h"
 #include "common/kernelStatus.h"
 #include "common/splitTensorCore.cuh"
+#include "softKernelAttention/softNewtonGemm.cuh"
 
 #include <algorithm>
 
@@ -36,6 +37,9 @@ constexpr int kSoftPassThreads = 256;
 constexpr int kSoftTilesPerThread = 2;
 constexpr int kNewtonSharedThreads = 256;
 constexpr int kNewtonGlobalThreads = 512;
+//! Landmark counts up to this run the tensor-core Newton-Raphson in one CTA per problem (softNewtonMmaKernel); above
+//! it the tensor_core path runs the batched GEMM tiles of softNewtonGemm.cuh.
+constexpr int kSoftNewtonMmaMaxLandmarks = 64;
 
 struct SoftParams
 {
@@ -164,8 +168,13 @@ SoftWorkspaceLayout softWorkspaceLayout(int batch, int tokens, int numLandmarks,
     size_t const landmarkPad = static_cast<size_t>(roundUp4(numLandmarks));
     size_t const headPad = static_cast<size_t>(roundUp4(headDim));
     size_t const splits = static_cast<size_t>(std::min(ceilDiv(tokens, kSoftTokensPerSplit), kSoftMaxSplits));
-    size_t const nrFloats = newtonFloats(static_cast<int>(landmarkPad), headDim);
+    size_t nrFloats = newtonFloats(static_cast<int>(landmarkPad), headDim);
     bool const newtonInShared = nrFloats * sizeof(float) <= kMaxSharedBytes;
+    if (numLandmarks > kSoftNewtonMmaMaxLandmarks)
+    {
+        // the same region serves the scalar iteration or the tensor-core GEMM tiles, whichever path runs
+        nrFloats = std::max(nrFloats, soft::newtonGemmFloats(numLandmarks));
+    }
     layout.mMatrix = 0;
     layout.y1 = layout.mMatrix + alignUp(problems * landmarkPad * landmarkPad * sizeof(float));
     layout.y2 = layout.y1 + alignUp(problems * landmarkPad * headPad * sizeof(float));
@@ -694,7 +703,6 @@ constexpr int kSoftMmaTokenTile = 64;     // tokens per tile: pass 2 has 4 warps
 constexpr int kSoftMmaChunk = 64;         // landmarks per pass-2 chunk
 constexpr int kSoftMmaPassThreads = 128;
 constexpr int kSoftNewtonMmaThreads = 256; // 8 warps: 4 row blocks x 2 column halves of a 64 x 64 matrix
-constexpr int kSoftNewtonMmaMaxLandmarks = 64;
 constexpr int kSoftNewtonMmaStride = 72;   // halves per staged matrix row (+8: conflict-free ldmatrix rows)
 
 //! Halves per staged q / landmark row (head_dim rounded up to the mma depth 16, +8) and per v / Y2 row.
@@ -1361,8 +1369,13 @@ int launchSoftMmaPasses(SoftParams const& params, int batch, cudaStream_t stream
     return checkLaunch(function, "softPass2MmaKernel");
 }
 
-//! The tensor-core launches (FP16). The caller has validated everything; params carry the scalar plan's splits.
-int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream_t stream, char const* function)
+/*
+ * The tensor-core launches (FP16). The caller has validated everything; params carry the scalar plan's splits.
+ * gemmNewton (the tensor_core path): M > 64 runs the Newton-Raphson on the batched GEMM tiles of softNewtonGemm.cuh;
+ * without it (tensor_core_warp) the scalar iteration, one block per problem, as before those tiles existed.
+ */
+int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, bool gemmNewton, cudaStream_t stream,
+    char const* function)
 {
     int const landmarkTiles = ceilDiv(params.numLandmarks, 16);
     params.mmaChunks = ceilDiv(landmarkTiles, 4);
@@ -1374,6 +1387,13 @@ int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream
         dim3 const perProblem(params.heads, batch);
         softNewtonMmaKernel<<<perProblem, kSoftNewtonMmaThreads, kSoftNewtonMmaSharedBytes, stream>>>(params);
         status = checkLaunch(function, "softNewtonMmaKernel");
+    }
+    else if (gemmNewton)
+    {
+        soft::NewtonGemmParams const gemm = soft::newtonGemmParams(params.landmarks, params.channels,
+            params.numLandmarks, params.headDim, params.heads, batch * params.heads, params.newtonIters,
+            params.symmetricNorm, params.landmarkPad, params.newtonScratch, params.mMatrix);
+        status = soft::launchNewtonGemm(gemm, batch, stream, function);
     }
     else
     {
@@ -1390,7 +1410,7 @@ int launchSoftMma(SoftParams params, SoftPlan const& plan, int batch, cudaStream
 
 #else
 
-int launchSoftMma(SoftParams, SoftPlan const&, int, cudaStream_t, char const* function)
+int launchSoftMma(SoftParams, SoftPlan const&, int, bool, cudaStream_t, char const* function)
 {
     return noTensorCoreKernels(function);
 }
@@ -1512,11 +1532,21 @@ extern "C" EDGEATTN_API int edgeattn_soft_kernel_attention(const void* q, const 
     // FP16 only: FP32 I/O stays on the scalar kernels (plugins/README.md, "Tensor cores").
     bool const hasTensorCoreKernel
         = EDGEATTN_TENSOR_CORES && dtype == EDGEATTN_DTYPE_FLOAT16 && softHasTensorCoreKernel(headDim);
-    return launchOnKernelPath(
-        __func__, KernelCall{EDGEATTN_OP_SOFT_KERNEL_ATTENTION, batch}, hasTensorCoreKernel,
-        [&](char const* function) { return launchSoftMma(params, plan, batch, cudaStream, function); },
-        [&](char const* function) {
-            return dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, function)
-                                                   : launchSoft<float>(params, plan, batch, cudaStream, function);
-        });
+    KernelPath path = KernelPath::kScalar;
+    int status = chooseKernelPath(
+        __func__, KernelCall{EDGEATTN_OP_SOFT_KERNEL_ATTENTION, batch}, hasTensorCoreKernel, &path);
+    if (status == EDGEATTN_STATUS_SUCCESS)
+    {
+        if (path == KernelPath::kScalar)
+        {
+            status = dtype == EDGEATTN_DTYPE_FLOAT16 ? launchSoft<__half>(params, plan, batch, cudaStream, __func__)
+                                                     : launchSoft<float>(params, plan, batch, cudaStream, __func__);
+        }
+        else
+        {
+            status = launchSoftMma(
+                params, plan, batch, path == KernelPath::kTensorCore, cudaStream, __func__);
+        }
+    }
+    return status == EDGEATTN_STATUS_SUCCESS ? succeed() : status;
 }

@@ -71,7 +71,9 @@ typedef enum edgeattn_kernel_path
     EDGEATTN_KERNEL_PATH_SCALAR = 1,      /* always the scalar kernels (the sm_53 path and the reference) */
     EDGEATTN_KERNEL_PATH_TENSOR_CORE = 2, /* tensor-core kernels; a call that has one fails where it cannot run */
     /* as TENSOR_CORE, but blockify attention runs its one-warp-per-window kernel (blockifyMmaKernel) instead of the
-       pipelined CTA kernel (blockifyFlashMmaKernel); the other ops have one tensor-core kernel each */
+       pipelined CTA kernel (blockifyFlashMmaKernel), and SOFT with M > 64 landmarks its Newton-Raphson one block per
+       problem (the scalar iteration) instead of the batched tensor-core GEMM tiles; the other ops have one
+       tensor-core kernel each */
     EDGEATTN_KERNEL_PATH_TENSOR_CORE_WARP = 3,
     EDGEATTN_KERNEL_PATH_INHERIT = -1     /* thread setting only: follow the process-wide setting */
 } edgeattn_kernel_path;
