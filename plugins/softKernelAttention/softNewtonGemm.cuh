@@ -21,9 +21,11 @@
  *
  * L2 waves: the grid is (tiles of one problem, heads, batch) and CTAs are dispatched in blockIdx order with x
  * fastest, so the CTAs resident at once cover consecutive problems, all tiles of each: a problem's operands are read
- * from DRAM once and then from L2 by its other tiles. The working set of a wave is about (resident CTAs / tiles per
- * problem) x 4 P^2 x 4 bytes: M = 256 (16 tiles), 2 CTAs of 27 KB per SM: 16.5 problems x 1 MB on an H200's 132 SMs
- * (L2 50 MB), 2 problems x 1 MB on an AGX Orin's 16 SMs (L2 4 MB); M = 144 (9 tiles): 0.3 MB per problem.
+ * from DRAM once and then from L2 by its other tiles (each operand row block is read by tilesPerSide CTAs). The
+ * working set of a wave is (resident CTAs / tiles per problem) problems of at most 4 P^2 x 4 bytes (two operands, the
+ * previous iterate, the output). M = 256 (16 tiles, 1 MB per problem), at the declared 4 CTAs per SM: 33 problems,
+ * 33 MB, on an H100/H200's 132 SMs (50 MB L2); 4 problems, 3-4 MB, on an AGX Orin's 16 SMs (4 MB L2: just fits).
+ * M = 144 (9 tiles, 0.33 MB per problem): 59 problems, 19 MB (H200); 7 problems, 2.3 MB (Orin).
  */
 #ifndef EDGEATTN_SOFT_NEWTON_GEMM_CUH
 #define EDGEATTN_SOFT_NEWTON_GEMM_CUH
@@ -50,6 +52,7 @@ enum : int
     kGemmDepth = 16,    // depth per pipeline stage (one mma k block)
     kGemmThreads = 128, // 4 warps, 2 x 2 warp tiles of 32 x 32
     kGemmStages = 2,
+    kGemmMinBlocks = 4, // declared occupancy: 4 CTAs per SM, so ptxas keeps <= 128 registers (4 x 27 KB shared)
     kGemmLeftStride = kGemmDepth + 8, // halves per split left row (k contiguous; +8: conflict-free ldmatrix rows)
     kGemmRightStride = kGemmTile + 8, // halves per split right row (n contiguous)
     kGemmStageFloats = kGemmTile * kGemmDepth, // one operand's FP32 chunk
@@ -122,6 +125,18 @@ inline NewtonGemmParams newtonGemmParams(void const* landmarks, int channels, in
 }
 
 #if EDGEATTN_TENSOR_CORES // the kernels exist only in builds with tensor-core kernels (the setup serves only them)
+//! Iterate k's buffer and tile maxima (a select, not an index: a dynamically indexed kernel-parameter array would be
+//! copied to local memory).
+__device__ __forceinline__ float* iterate(NewtonGemmParams const& p, int k)
+{
+    return (k & 1) != 0 ? p.x[1] : p.x[0];
+}
+
+__device__ __forceinline__ float* iterateMax(NewtonGemmParams const& p, int k)
+{
+    return (k & 1) != 0 ? p.xMax[1] : p.xMax[0];
+}
+
 __device__ __forceinline__ int64_t newtonProblem(NewtonGemmParams const& p)
 {
     return static_cast<int64_t>(blockIdx.z) * p.heads + blockIdx.y;
@@ -322,7 +337,7 @@ __device__ __forceinline__ float matrixSplitScale(float const* tileMax, int tile
  *   kUpdate = true:  X_{step+1} = 2 X_step - X_step T, or M from it at the last step
  */
 template <bool kUpdate>
-__global__ void __launch_bounds__(kGemmThreads) softNewtonGemmMmaKernel(NewtonGemmParams const p, int step)
+__global__ void __launch_bounds__(kGemmThreads, kGemmMinBlocks) softNewtonGemmMmaKernel(NewtonGemmParams const p, int step)
 {
 #if EDGEATTN_MMA_AVAILABLE
     __shared__ float4 storage[kGemmSharedBytes / 16];
@@ -342,13 +357,13 @@ __global__ void __launch_bounds__(kGemmThreads) softNewtonGemmMmaKernel(NewtonGe
     int64_t const square = static_cast<int64_t>(padded) * padded;
     int const row0 = (blockIdx.x / p.tilesPerSide) * kGemmTile;
     int const column0 = (blockIdx.x % p.tilesPerSide) * kGemmTile;
-    float const* const current = p.x[step & 1] + problem * square;
+    float const* const current = iterate(p, step) + problem * square;
     float const* const left = (kUpdate ? current : p.a + problem * square);
     float const* const right = (kUpdate ? p.t + problem * square : current);
-    float const leftScale = kUpdate ? matrixSplitScale(p.xMax[step & 1] + problem * tiles, tiles, scratch)
+    float const leftScale = kUpdate ? matrixSplitScale(iterateMax(p, step) + problem * tiles, tiles, scratch)
                                     : kSplitUnitScale; // A in [0, 1]
     float const rightScale = matrixSplitScale(
-        (kUpdate ? p.tMax : p.xMax[step & 1]) + problem * tiles, tiles, scratch);
+        (kUpdate ? p.tMax : iterateMax(p, step)) + problem * tiles, tiles, scratch);
 
     int const warpRow = (warp >> 1) * 32;
     int const warpColumn = (warp & 1) * 32;
@@ -417,7 +432,7 @@ __global__ void __launch_bounds__(kGemmThreads) softNewtonGemmMmaKernel(NewtonGe
     float const leftInverse = 1.0F / leftScale;
     float const rightInverse = 1.0F / rightScale;
     bool const last = kUpdate && step == p.newtonIters - 1;
-    float* const out = kUpdate ? p.x[(step + 1) & 1] + problem * square : p.t + problem * square;
+    float* const out = kUpdate ? iterate(p, step + 1) + problem * square : p.t + problem * square;
     float localMax = 0.0F;
 #pragma unroll
     for (int rb = 0; rb < 2; ++rb)
@@ -460,7 +475,7 @@ __global__ void __launch_bounds__(kGemmThreads) softNewtonGemmMmaKernel(NewtonGe
         float const tileMax = blockReduceMax(localMax, scratch);
         if (threadIdx.x == 0)
         {
-            (kUpdate ? p.xMax[(step + 1) & 1] : p.tMax)[problem * tiles + blockIdx.x] = tileMax;
+            (kUpdate ? iterateMax(p, step + 1) : p.tMax)[problem * tiles + blockIdx.x] = tileMax;
         }
     }
 #endif // EDGEATTN_MMA_AVAILABLE

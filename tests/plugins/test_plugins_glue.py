@@ -451,14 +451,16 @@ def test_deserialization_refuses_trailing_bytes(trt, harness_output):
 # The kernel paths of edgeattn/kernels.h as TensorRT tactics: scalar everywhere, the tensor-core kernels (FP16 I/O
 # only) where the device and the library's code for it are sm_80+ (plugins/README.md, "Kernel path by timing").
 SCALAR, TENSOR_CORE = kernels_abi.KERNEL_PATHS["scalar"], kernels_abi.KERNEL_PATHS["tensor_core"]
-TENSOR_CORE_WARP = kernels_abi.KERNEL_PATHS["tensor_core_warp"]  # blockify's one-warp kernel beside the pipelined one
+# blockify's one-warp kernel beside the pipelined one, SOFT's Newton-Raphson one block per problem beside its GEMM tiles
+TENSOR_CORE_WARP = kernels_abi.KERNEL_PATHS["tensor_core_warp"]
+TWO_TENSOR_CORE_PATHS = ("EdgeAttnBlockifyAttention", "EdgeAttnSoftKernelAttention")
 EXPECTED_TACTICS = {"sm_53": [SCALAR], "sm_72": [SCALAR], "sm_75": [SCALAR], "sm_80": [SCALAR, TENSOR_CORE],
                     "sm_87": [SCALAR, TENSOR_CORE], "sm_87_code_72": [SCALAR], "sm_90": [SCALAR, TENSOR_CORE]}
 
 
 def expected_tactics(op_type, device):
     paths = EXPECTED_TACTICS[device]
-    return paths + [TENSOR_CORE_WARP] if op_type == "EdgeAttnBlockifyAttention" and TENSOR_CORE in paths else paths
+    return paths + [TENSOR_CORE_WARP] if op_type in TWO_TENSOR_CORE_PATHS and TENSOR_CORE in paths else paths
 
 
 def test_enqueue_without_a_tactic_leaves_the_path_to_the_kernels_default(harness_output):

@@ -174,7 +174,8 @@ def cuobjdump(nvcc):
 TENSOR_CORE_SASS = re.compile(r"\b(HMMA|LDSM)\b")
 #: the tensor-core kernels of EFFATT / LiteMLA (common/linearAttentionTensorCore.cuh) and SOFT
 LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "linearFusedMmaKernel",
-                               "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel")
+                               "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel",
+                               "softNewtonGemmMmaKernel")
 
 
 def test_sass_has_tensor_core_instructions_on_sm87_and_sm90_only(kernels_build, cuobjdump):
@@ -348,14 +349,17 @@ DEFAULT_ON_SM80_PLUS = {("blockify_attention", 1): "tensor_core", ("blockify_att
                         ("lite_mla_relu", 1): "scalar", ("lite_mla_relu", 63): "scalar",
                         ("lite_mla_relu", 64): "tensor_core", ("lite_mla_relu", 256): "tensor_core",
                         ("lite_mla_quadratic_taylor", 1): "scalar", ("lite_mla_quadratic_taylor", 64): "scalar",
-                        ("soft_kernel_attention", 1): "tensor_core", ("soft_kernel_attention", 64): "tensor_core"}
+                        # SOFT: the measured kernels (M > 64: the scalar Newton-Raphson); its GEMM tiles unmeasured
+                        ("soft_kernel_attention", 1): "tensor_core_warp",
+                        ("soft_kernel_attention", 64): "tensor_core_warp"}
 
 
 def test_kernel_paths_and_the_default_table_per_arch(kernels):
     for (capability, code), expected in KERNEL_PATHS_BY_ARCH.items():
         for op in kernels_abi.OPS:
-            # blockify also has its one-warp tensor-core kernel as a path of its own
-            paths = expected + ["tensor_core_warp"] if op == "blockify_attention" and "tensor_core" in expected else expected
+            # blockify and SOFT also have a second tensor-core path (one warp / one block per problem)
+            two = op in ("blockify_attention", "soft_kernel_attention") and "tensor_core" in expected
+            paths = expected + ["tensor_core_warp"] if two else expected
             assert kernels.kernel_paths(op, "float16", capability, code) == paths, (op, capability, code)
             assert kernels.kernel_paths(op, "float32", capability, code) == ["scalar"], (op, capability, code)
             for batch in (1, 64):
@@ -516,7 +520,8 @@ def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(kernels_build):
 @pytest.mark.parametrize("source, kernels", [
     ("efficientAttention/efficientAttentionKernel.cu", 9),  # reduce + output + fused x 3 value-tile counts
     ("liteMLA/liteMLAKernel.cu", 18),                       # the same for ReLU and quadratic Taylor
-    ("softKernelAttention/softKernelAttentionKernel.cu", 5),  # Newton + pass 1 / pass 2 x 2 value-tile counts
+    # Newton + pass 1 / pass 2 x 2 value-tile counts + the GEMM-tiled Newton's two products
+    ("softKernelAttention/softKernelAttentionKernel.cu", 7),
     ("blockifyAttention/blockifyFlashHd16.cu", 1),          # the pipelined blockify kernel, one head_dim each
     ("blockifyAttention/blockifyFlashHd32.cu", 1),
     ("blockifyAttention/blockifyFlashHd64.cu", 1),
@@ -713,3 +718,33 @@ def test_ptxas_resource_usage_fits_the_declared_budgets(kernels_build, cuobjdump
     assert not problems, "\n".join(problems)
     assert still_needed == set(KNOWN_LOCAL_MEMORY), "no longer spilling: {}".format(
         sorted(set(KNOWN_LOCAL_MEMORY) - still_needed))
+
+
+#: SOFT's GEMM-tiled Newton-Raphson products (softKernelAttention/softNewtonGemm.cuh): 128 threads and 4 CTAs per SM
+#: declared in __launch_bounds__, so at most 128 registers; 27 KB of static shared memory per CTA
+SOFT_GEMM_NEWTON = "softNewtonGemmMmaKernel"
+SOFT_GEMM_THREADS, SOFT_GEMM_MIN_BLOCKS = 128, 4
+
+
+def test_soft_gemm_newton_kernels_have_their_instructions_and_budget(kernels_build, cuobjdump):
+    """Both products (T = A X, and X <- 2X - X T in the epilogue) run HMMA on ldmatrix (LDSM) fragments of operands
+    staged by cp.async (LDGSTS) in the sm_87 and sm_90 SASS; on sm_80/87/90 each fits 4 CTAs of 128 threads per SM
+    in registers, keeps its shared memory within 48 KB (4 CTAs: 109 KB, within every sm_80+ SM's 164-228 KB) and has
+    no local memory (0 spill bytes)."""
+    library = kernels_build["library"]
+    for arch in ("sm_87", "sm_90"):
+        functions = {name: body for name, body in sass_functions(cuobjdump, library, arch).items()
+                     if SOFT_GEMM_NEWTON in name}
+        assert len(functions) == 2, (arch, sorted(functions))
+        for name, body in functions.items():
+            for opcode in ("HMMA", "LDGSTS", "LDSM"):
+                assert re.search(r"\b" + opcode + r"\b", body), (arch, name, opcode)
+    usage = resource_usage(cuobjdump, library)
+    for arch in BUDGET_ARCHS:
+        kernels = {name: values for name, values in usage[arch].items() if SOFT_GEMM_NEWTON in name}
+        assert len(kernels) == 2, (arch, sorted(usage[arch]))
+        for name, values in kernels.items():
+            assert values["REG"] * SOFT_GEMM_THREADS * SOFT_GEMM_MIN_BLOCKS <= REGISTERS_PER_SM, (arch, name, values)
+            assert values["SHARED"] <= STATIC_SHARED_LIMIT, (arch, name, values)
+            assert values["STACK"] == 0 and values["LOCAL"] == 0, (arch, name, values)
+        assert launch_bounds(cuobjdump, library, arch).get(next(iter(kernels))) == SOFT_GEMM_THREADS

@@ -52,9 +52,13 @@ def assert_soft_kernels(log, tensor_cores, landmarks, label):
     names = [record.split(" ")[0].split("<")[0] for record in log]
     if not tensor_cores:
         expected = ["softNewtonKernel", "softPass1Kernel", "softProjectKernel", "softPass2Kernel"]
-    else:
-        newton = "softNewtonMmaKernel" if landmarks <= 64 else "softNewtonKernel"  # M > 64: the scalar iteration
-        expected = [newton, "softPass1MmaKernel", "softProjectKernel", "softPass2MmaKernel"]
+    elif landmarks <= 64:
+        expected = ["softNewtonMmaKernel", "softPass1MmaKernel", "softProjectKernel", "softPass2MmaKernel"]
+    else:  # M > 64: the batched GEMM tiles (test_plugins_kernels_emulated_soft.py), setup + 2 products per step
+        products = len(names) - 4
+        expected = (["softNewtonGemmSetupKernel"] + ["softNewtonGemmMmaKernel"] * products
+                    + ["softPass1MmaKernel", "softProjectKernel", "softPass2MmaKernel"])
+        assert products % 2 == 0, (label, log)
     assert names == expected, (label, log)
 
 
@@ -105,8 +109,9 @@ def test_lite_mla_fp16_both_paths(kernels, case, capability):
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 @pytest.mark.parametrize("case", SOFT_CASES, ids=[case[0] for case in SOFT_CASES])
 def test_soft_kernel_attention_fp16_both_paths(kernels, case, capability):
-    """M = 1, 16, 49, 53 (Newton-Raphson on tensor cores, 1 to 4 row blocks) and 144 (scalar Newton in the
-    workspace, 3 landmark chunks of 48 in pass 1, 3 chunks of 64 in pass 2), SOFT and SOFT++, 0 to 20 steps."""
+    """M = 1, 16, 49, 53 (Newton-Raphson on tensor cores in one CTA, 1 to 4 row blocks) and 144 (the batched GEMM
+    tiles in the workspace, 3 landmark chunks of 48 in pass 1, 3 chunks of 64 in pass 2), SOFT and SOFT++, 0 to 20
+    steps."""
     kernels.set_compute_capability(*capability)
     label, batch, tokens, m, channels, heads, symmetric, iters, _ = case
     log = run_soft(kernels, *soft_inputs(batch, tokens, m, channels, heads, torch.float16), heads=heads,
