@@ -310,8 +310,8 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
     base = {k: stage[k] for k in ("resolution", "stage", "side", "tokens", "window")}
     base["batch"] = batch
 
-    def edgeattn(case, launch, flops, nbytes):
-        for path in paths:
+    def edgeattn(case, launch, flops, nbytes, extra_paths=()):
+        for path in list(paths) + [path for path in extra_paths if "tensor_core" in paths]:
             kernels.set_kernel_path(path)
             recorder.measure(case, "edgeattn_" + path, bench, launch, flops, nbytes, dtype_name, tf32)
 
@@ -385,7 +385,9 @@ def _run_stage(args, torch, kernels, recorder, bench, stream, stage, batch, dtyp
         edgeattn(case, lambda: kernels.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(),
                                                              out.data_ptr(), batch, n, m, c, h, workspace.data_ptr(),
                                                              workspace.numel(), newton_iters=SOFT_NEWTON_ITERS,
-                                                             dtype=dtype_name, stream=stream()), flops, nbytes)
+                                                             dtype=dtype_name, stream=stream()), flops, nbytes,
+                 # M > 64: the Newton-Raphson one block per problem (AUTO's default) beside the GEMM tiles
+                 extra_paths=("tensor_core_warp",))
         recorder.measure(case, "torch_reference", bench, lambda: soft_kernel_attention(q, landmarks, v, num_heads=h,
                                                                                       newton_iters=SOFT_NEWTON_ITERS),
                          flops, nbytes, dtype_name, tf32)
