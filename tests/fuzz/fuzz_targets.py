@@ -125,6 +125,10 @@ def check(target, value, workdir):
     allowed = [inputs] + _code_dirs()
     violations = []
     before = sorted(os.listdir(inputs))
+    # A target's first call may import modules lazily; on a checkout installed with --no-compile the import system
+    # would then write their bytecode under edgeattn/, which is the interpreter's cache, not the parser writing.
+    write_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     _WATCH.active = (threading.get_ident(), allowed, violations)
     try:
         result = target.run(prepared)
@@ -135,6 +139,7 @@ def check(target, value, workdir):
         result = None
     finally:
         _WATCH.active = None
+        sys.dont_write_bytecode = write_bytecode
     if violations:
         raise Violation("{}: {}".format(target.name, "; ".join(violations[:3])))
     if sorted(os.listdir(inputs)) != before:
