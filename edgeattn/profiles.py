@@ -238,7 +238,9 @@ class Profile(object):
 
 
 def _version_tuple(text):
-    return tuple(int(p) for p in re.findall(r"\d+", text))
+    # Runs of digits are cut at 9: no L4T version part is longer, and Python 3.11+ refuses int() on more than
+    # 4,300 digits (a profile's pattern of thousands of digits raised ValueError instead of matching nothing).
+    return tuple(int(p) for p in re.findall(r"\d{1,9}", text))
 
 
 def _l4t_matches(pattern, release):

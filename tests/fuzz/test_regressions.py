@@ -335,3 +335,22 @@ def test_checkpoint_whose_pickle_names_no_python_name_is_refused_before_torch_lo
     with pytest.raises(EdgeAttnError, match="bare state dict"):  # the intact file goes on to torch.load
         checkpoint.load_checkpoint(str(legacy))
     assert calls == [str(legacy)]
+
+
+# -- profiles: an L4T pattern of thousands of digits ------------------------------------------------------------------
+def test_profile_l4t_pattern_of_thousands_of_digits_matches_nothing():
+    import os
+
+    from edgeattn import profiles
+
+    profile = profiles.load_profile(os.path.join(os.path.dirname(profiles.__file__), "..", "profiles",
+                                                 "agx-orin-64gb.yaml"))
+    real = profile.software_for("36.4.3")
+    assert real is not None and profiles._l4t_matches(real["l4t"], "36.4.3")
+    huge = "3" * 10002
+    profile.software = [dict(real, l4t=huge + ".x"), dict(real, l4t="36.0-" + huge)] + profile.software
+    # was ValueError from int() past Python 3.11's digit limit; now the long patterns match nothing odd
+    assert profile.software_for("36.4.3") is not None
+    profile.software_for(huge)  # a release of thousands of digits returns too
+    assert not profiles._l4t_matches(huge + ".x", "36.4.3")
+    assert profiles._l4t_matches("36.0-" + huge, "36.4.3")
