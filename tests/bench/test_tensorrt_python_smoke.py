@@ -11,34 +11,16 @@ import types
 
 import pytest
 
+import tensorrt_support
 from bench_helpers import layernorm_model, matmul_model, qdq_matmul_model
 from edgeattn.engine import build_engine
 from edgeattn.errors import EdgeAttnError
 
 
-class _Enum(object):
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return self.name
-
-    def __int__(self):
-        return hash(self.name) % 30
-
-
 def _fake_tensorrt(layers, parse_ok=True, version="10.3.0"):
-    trt = types.ModuleType("tensorrt")
-    trt.__version__ = version
-    trt.float32, trt.float16, trt.int32 = "float32", "float16", "int32"
-    trt.Logger = type("Logger", (), {"WARNING": 2, "__init__": lambda self, level=None: None})
-    trt.init_libnvinfer_plugins = lambda logger, namespace: True
     creator = types.SimpleNamespace(name="EdgeAttnBlockifyAttention", plugin_version="1", plugin_namespace="edgeattn")
-    trt.get_plugin_registry = lambda: types.SimpleNamespace(all_creators=[creator])
-    trt.NetworkDefinitionCreationFlag = types.SimpleNamespace(STRONGLY_TYPED=_Enum("STRONGLY_TYPED"))
-    trt.BuilderFlag = types.SimpleNamespace(FP16=_Enum("FP16"), OBEY_PRECISION_CONSTRAINTS=_Enum("OBEY"),
-                                            VERSION_COMPATIBLE=_Enum("VC"), INT8=_Enum("INT8"))
-    trt.MemoryPoolType = types.SimpleNamespace(WORKSPACE="workspace")
+    trt = tensorrt_support.tensorrt_module(version, [creator])
+    trt.float32, trt.float16, trt.int32 = "float32", "float16", "int32"
     state = {"flags": [], "profiles": [], "pool": None}
 
     class Network(object):
@@ -61,36 +43,7 @@ def _fake_tensorrt(layers, parse_ok=True, version="10.3.0"):
             return "In node 2 (checkFallbackPluginImporter): INVALID_NODE: creator && \"Plugin not found, are the " \
                    "plugin name, version, and namespace correct?\""
 
-    class Profile(object):
-        def set_shape(self, name, low, opt, high):
-            state["profiles"].append((name, list(low), list(opt), list(high)))
-
-    class Config(object):
-        def set_memory_pool_limit(self, pool, size):
-            state["pool"] = (pool, size)
-
-        def add_optimization_profile(self, profile):
-            pass
-
-        def set_flag(self, flag):
-            state["flags"].append(str(flag))
-
-    class Builder(object):
-        def __init__(self, logger):
-            pass
-
-        def create_network(self, flags):
-            return Network()
-
-        def create_builder_config(self):
-            return Config()
-
-        def create_optimization_profile(self):
-            return Profile()
-
-        def build_serialized_network(self, network, config):
-            return b"serialized plan"
-
+    Builder = tensorrt_support.builder_class(state, Network, lambda network, config: b"serialized plan")
     trt.Builder, trt.OnnxParser = Builder, Parser
     return trt, state
 

@@ -22,19 +22,10 @@ import types
 
 import numpy as np
 
+import tensorrt_support
+
 PLAN_MAGIC = b"FAKE-TRT-PLAN"
 DEVICE = {"name": "Orin", "compute_capability": "8.7"}
-
-
-class _Enum(object):
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return self.name
-
-    def __int__(self):
-        return hash(self.name) % 30
 
 
 class _Tensor(object):
@@ -75,15 +66,7 @@ def fake_tensorrt(state, version="10.3.0"):
     """The ``tensorrt`` module; ``state`` records what was parsed, marked and built."""
     import onnx
 
-    trt = types.ModuleType("tensorrt")
-    trt.__version__ = version
-    trt.Logger = type("Logger", (), {"WARNING": 2, "__init__": lambda self, level=None: None})
-    trt.init_libnvinfer_plugins = lambda logger, namespace: True
-    trt.get_plugin_registry = lambda: types.SimpleNamespace(all_creators=[])
-    trt.NetworkDefinitionCreationFlag = types.SimpleNamespace(STRONGLY_TYPED=_Enum("STRONGLY_TYPED"))
-    trt.BuilderFlag = types.SimpleNamespace(FP16=_Enum("FP16"), OBEY_PRECISION_CONSTRAINTS=_Enum("OBEY"),
-                                            VERSION_COMPATIBLE=_Enum("VC"), INT8=_Enum("INT8"))
-    trt.MemoryPoolType = types.SimpleNamespace(WORKSPACE="workspace")
+    trt = tensorrt_support.tensorrt_module(version)
     trt.LayerType = types.SimpleNamespace(**{name: "LayerType." + name for name in (
         "CONVOLUTION", "ACTIVATION", "POOLING", "SHUFFLE", "MATRIX_MULTIPLY", "ELEMENTWISE", "SHAPE", "CONSTANT",
         "PLUGIN_V2", "REDUCE", "SOFTMAX", "UNARY")})
@@ -167,38 +150,13 @@ def fake_tensorrt(state, version="10.3.0"):
             network.outputs = [network.tensor(value.name) for value in model.graph.output]
             return True
 
-    class Profile(object):
-        def set_shape(self, name, low, opt, high):
-            state["profiles"].append((name, list(low), list(opt), list(high)))
+    def serialize(network, config):
+        plan = {"onnx": base64.b64encode(state["onnx"]).decode("ascii"),
+                "outputs": [tensor.name for tensor in network.outputs]}
+        state["builds"].append(plan["outputs"])
+        return PLAN_MAGIC + json.dumps(plan).encode("utf-8")
 
-    class Config(object):
-        def set_memory_pool_limit(self, pool, size):
-            pass
-
-        def add_optimization_profile(self, profile):
-            pass
-
-        def set_flag(self, flag):
-            pass
-
-    class Builder(object):
-        def __init__(self, logger):
-            pass
-
-        def create_network(self, flags):
-            return Network()
-
-        def create_builder_config(self):
-            return Config()
-
-        def create_optimization_profile(self):
-            return Profile()
-
-        def build_serialized_network(self, network, config):
-            plan = {"onnx": base64.b64encode(state["onnx"]).decode("ascii"),
-                    "outputs": [tensor.name for tensor in network.outputs]}
-            state["builds"].append(plan["outputs"])
-            return PLAN_MAGIC + json.dumps(plan).encode("utf-8")
+    Builder = tensorrt_support.builder_class(state, Network, serialize)
 
     class Engine(object):
         def __init__(self, plan):
