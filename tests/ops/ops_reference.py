@@ -127,16 +127,20 @@ def lite_mla_groups(qkv, head_dim):
     return groups
 
 
+def _lite_mla_features(q, k, group, head_dim, kernel, alpha, beta, gamma):
+    """phi(q), phi(k) of one head group: ReLU, or QT-ViT's quadratic map with that group's (or the shared) a, b, c."""
+    if kernel == "relu":
+        return torch.relu(q), torch.relu(k)
+    a, bb, c = (p[group] if len(p) > 1 else p[0] for p in (alpha, beta, gamma))
+    return qt_phi(q, a, bb, c, head_dim), qt_phi(k, a, bb, c, head_dim)
+
+
 def lite_mla_quadratic(qkv, head_dim, kernel="relu", eps=1e-15, alpha=None, beta=None, gamma=None):
     """Explicit N x N linear-attention matrices phi(q) phi(k)^T, row-normalised (EfficientViT's quadratic path)."""
     b, channels, height, width = qkv.shape
     outs = []
     for g, (q, k, v) in enumerate(lite_mla_groups(qkv, head_dim)):
-        if kernel == "relu":
-            fq, fk = torch.relu(q), torch.relu(k)
-        else:
-            a, bb, c = (p[g] if len(p) > 1 else p[0] for p in (alpha, beta, gamma))
-            fq, fk = qt_phi(q, a, bb, c, head_dim), qt_phi(k, a, bb, c, head_dim)
+        fq, fk = _lite_mla_features(q, k, g, head_dim, kernel, alpha, beta, gamma)
         sim = fq @ fk.transpose(-1, -2)
         outs.append((sim @ v) / (sim.sum(-1, keepdim=True) + eps))
     out = torch.cat(outs, dim=-1)
@@ -148,11 +152,7 @@ def lite_mla_linear(qkv, head_dim, kernel="relu", eps=1e-15, alpha=None, beta=No
     b, channels, height, width = qkv.shape
     outs = []
     for g, (q, k, v) in enumerate(lite_mla_groups(qkv, head_dim)):
-        if kernel == "relu":
-            fq, fk = torch.relu(q), torch.relu(k)
-        else:
-            a, bb, c = (p[g] if len(p) > 1 else p[0] for p in (alpha, beta, gamma))
-            fq, fk = qt_phi(q, a, bb, c, head_dim), qt_phi(k, a, bb, c, head_dim)
+        fq, fk = _lite_mla_features(q, k, g, head_dim, kernel, alpha, beta, gamma)
         v_pad = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # (B, N, d+1)
         vk = fk.transpose(-1, -2) @ v_pad  # (B, F, d+1)
         out = fq @ vk
