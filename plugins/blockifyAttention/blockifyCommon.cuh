@@ -1,5 +1,6 @@
 /*
- * What the blockify kernels share: the launch parameters and the LePE tap walk. Three paths use them, one file each:
+ * What the blockify kernels share: the launch parameters, the LePE tap walk and the tensor-core S = Q K^T of one query
+ * tile. Three paths use them, one file each:
  *   blockifyAttentionKernel.cu   the scalar kernel (every arch, FP32 and FP16; the sm_53 path and the reference),
  *                                the one-warp-per-unit tensor-core kernel and the C ABI launcher that picks a path
  *   blockifyFlash.cuh            the pipelined tensor-core kernel (sm_80+, FP16): a CTA of warps sharing cp.async-
@@ -9,6 +10,7 @@
 #define EDGEATTN_BLOCKIFY_COMMON_CUH
 
 #include "common/kernelStatus.h"
+#include "common/mma.cuh"
 
 #include <cuda_runtime.h>
 
@@ -80,6 +82,40 @@ __device__ __forceinline__ void forEachLepeTap(
         }
     }
 }
+
+#if EDGEATTN_MMA_AVAILABLE // only the tensor-core kernel bodies (sm_80+ device code, the CPU emulation) use it
+/*
+ * S = Q K^T of one 16-row query tile against kKeyTiles * 8 staged keys, FP32 accumulation: score[t] (C fragment of
+ * n tile t) is zeroed, then gets the kDepthSteps k blocks of mma.sync m16n8k16. query: the tile's A fragments;
+ * keys: the key rows in shared memory, kStride halves apart (16-byte aligned); rowLoad / matrixLoad: the lane's
+ * mma::ldmatrixRow / ldmatrixMatrix. One ldmatrix.x4 yields the B fragments of two n tiles.
+ */
+template <int kStride, int kKeyTiles, int kDepthSteps>
+__device__ __forceinline__ void queryKeyScores(mma::FragmentC (&score)[kKeyTiles],
+    mma::FragmentA const (&query)[kDepthSteps], __half const* keys, int rowLoad, int matrixLoad)
+{
+    static_assert(kKeyTiles % 2 == 0, "n tiles come in pairs (one ldmatrix.x4)");
+#pragma unroll
+    for (int t = 0; t < kKeyTiles; ++t)
+    {
+        score[t] = mma::FragmentC{{0.0F, 0.0F, 0.0F, 0.0F}};
+    }
+#pragma unroll
+    for (int step = 0; step < kDepthSteps; ++step)
+    {
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; t += 2)
+        {
+            // matrices: keys of n tile t (depth low / high half of the step), then of n tile t + 1
+            uint32_t b[4];
+            mma::ldmatrixX4(
+                b, keys + (t * 8 + (matrixLoad >> 1) * 8 + rowLoad) * kStride + step * 16 + (matrixLoad & 1) * 8);
+            mma::mmaF16(score[t], query[step], mma::FragmentB{{b[0], b[1]}});
+            mma::mmaF16(score[t + 1], query[step], mma::FragmentB{{b[2], b[3]}});
+        }
+    }
+}
+#endif // EDGEATTN_MMA_AVAILABLE
 
 //! Keys per pipeline stage of the flash kernel for head_dim padded to headDimPad (its shared memory stays < 48 KB).
 EDGEATTN_HOST_DEVICE constexpr int flashKeyTile(int headDimPad)

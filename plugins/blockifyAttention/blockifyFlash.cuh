@@ -267,26 +267,7 @@ __global__ void __launch_bounds__(BlockifyFlashConfig<kHeadDimPad>::kMaxThreads)
             }
 
             mma::FragmentC score[Config::kKeyTiles];
-#pragma unroll
-            for (int t = 0; t < Config::kKeyTiles; ++t)
-            {
-                score[t] = mma::FragmentC{{0.0F, 0.0F, 0.0F, 0.0F}};
-            }
-#pragma unroll
-            for (int step = 0; step < Config::kDepthSteps; ++step)
-            {
-#pragma unroll
-                for (int t = 0; t < Config::kKeyTiles; t += 2)
-                {
-                    // matrices: keys of n tile t (depth low / high half of the step), then of n tile t + 1
-                    uint32_t b[4];
-                    mma::ldmatrixX4(b,
-                        keys + (t * 8 + (matrixLoad >> 1) * 8 + rowLoad) * Config::kStride + step * 16
-                            + (matrixLoad & 1) * 8);
-                    mma::mmaF16(score[t], query[step], mma::FragmentB{{b[0], b[1]}});
-                    mma::mmaF16(score[t + 1], query[step], mma::FragmentB{{b[2], b[3]}});
-                }
-            }
+            queryKeyScores<Config::kStride>(score, query, keys, rowLoad, matrixLoad);
 
             float tileMax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
