@@ -9,7 +9,8 @@ import and a trtexec process per measurement. The faults:
 * the benchmark subprocess (trtexec) crashing (SIGSEGV), hanging past its timeout, or printing garbage;
 * tegrastats exiting or stalling after a random number of lines;
 * nvpmodel or jetson_clocks failing once or hanging, at a random one of their calls;
-* ENOSPC or EIO while results.json (a row) or sweep-state.json is written, at a random one of those writes;
+* ENOSPC or EIO while a row is appended to rows.jsonl or sweep-state.json is written, at a random one of those
+  writes;
 * SIGINT, SIGTERM or SIGKILL at a random instant.
 
 Then, as a user would, it runs ``edgeattn sweep --resume -o DIR`` until the sweep is complete (at most
@@ -134,7 +135,7 @@ def _plan_trial(rng, index, kind, engines, placeholders, live_modes, calls):
     elif kind.startswith(("nvpmodel", "clocks")):
         moment = rng.randint(1, calls["nvpmodel" if kind.startswith("nvpmodel") else "jetson_clocks"])
     elif kind.endswith("-row"):
-        moment = rng.randint(1, rows + 2)
+        moment = rng.randint(1, rows)  # one append to rows.jsonl per row
     elif kind.endswith("-state"):
         moment = rng.randint(1, len(modes) + 2)
     else:
@@ -237,7 +238,7 @@ def run_trial(trial, base, trtexec, calibrated_s, until=None):
         signum = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[kind]
         signal_at = moment["fraction"] * calibrated_s * (1.0 if moment["from"] == "start" else 0.6)
     elif kind.endswith(("-row", "-state")):
-        name = "results.json" if kind.endswith("-row") else "sweep-state.json"
+        name = "rows.jsonl" if kind.endswith("-row") else "sweep-state.json"
         env["SWEEP_DRIVER_IO_FAULT"] = "{}:{}:{}".format(name, moment, "ENOSPC" if kind.startswith("enospc") else "EIO")
     else:
         tool = {"bench": "trtexec", "tegrastats": "tegrastats", "nvpmodel": "nvpmodel", "clocks": "jetson_clocks"}[

@@ -40,6 +40,7 @@ _KINDS = {
     "manifest": ("an engine manifest (the JSON beside an engine)", "pass the engine beside it (`edgeattn bench` reads its manifest)"),
     "sweep-results": ("a sweep's results.json", "give its directory to `edgeattn report`"),
     "sweep-state": ("a sweep's resume file", "continue it with `edgeattn sweep --resume -o DIR`"),
+    "sweep-rows": ("a sweep's row journal (rows.jsonl)", "continue its sweep with `edgeattn sweep --resume -o DIR`"),
     "edgeattn-json": ("an edgeattn JSON record", None),
     "trtexec-export": ("a trtexec JSON export (--exportTimes/--exportProfile)", None),
     "json": ("a JSON document", None),
@@ -55,6 +56,7 @@ _SCHEMA_FAMILIES = {
     "edgeattn.engine": "manifest",
     "edgeattn.sweep": "sweep-results",
     "edgeattn.sweep-state": "sweep-state",
+    "edgeattn.sweep-rows": "sweep-rows",
     "edgeattn.profile": "profile",
 }
 _SCHEMA_RECORDS = {
@@ -168,8 +170,8 @@ def sniff(path):
     """The :class:`FileKind` of ``path`` (a file or directory); OSError when it cannot be read."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        if os.path.isfile(os.path.join(path, "results.json")) or os.path.isfile(
-                os.path.join(path, "sweep-state.json")):
+        if any(os.path.isfile(os.path.join(path, name)) for name in ("results.json", "sweep-state.json",
+                                                                     "rows.jsonl")):
             return kind("sweep-directory")
         return kind("directory")
     if not os.path.lexists(path):

@@ -69,9 +69,10 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
     """Benchmark MODELS (ONNX files or TensorRT engines) in every power mode of the board.
 
     For each mode: switch with nvpmodel (skipping modes that need a reboot unless --allow-reboot), optionally lock
-    clocks, settle, then benchmark each model while sampling power; results go to DIR/results.csv and
-    DIR/results.json after every measurement. The original power mode and clocks are restored on success,
-    error, Ctrl-C and SIGTERM. Then `edgeattn report DIR` makes tables and plots.
+    clocks, settle, then benchmark each model while sampling power. Each measurement is appended to
+    DIR/rows.jsonl as it finishes; DIR/results.json and DIR/results.csv are written from it after every mode
+    and when the sweep ends or stops (--resume reads rows.jsonl). The original power mode and clocks are
+    restored on success, error, Ctrl-C and SIGTERM. Then `edgeattn report DIR` makes tables and plots.
     """
     from ..sweep.runner import SweepInterrupted, run_sweep
 
@@ -107,7 +108,7 @@ def sweep(ctx, models, profile, modes, precisions, backend, clocks, settle_s, re
     if outcome.status == "rebooting":
         click.echo(outcome.message)
         return
-    click.echo("{} result row(s) in {}/results.csv and results.json".format(len(outcome.rows), outcome.out_dir))
+    click.echo("{} result row(s) in {}/results.csv and results.json".format(outcome.row_count, outcome.out_dir))
     for entry in outcome.skipped:
         click.echo("skipped mode {} {}: {}".format(entry["mode_id"], entry["mode_name"], entry["reason"]))
     click.echo("next: edgeattn report {}".format(outcome.out_dir))

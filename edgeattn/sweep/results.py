@@ -1,18 +1,20 @@
 """Sweep results: one row per model x mode x precision x repeat, in results.json and results.csv.
 
-Both files are rewritten atomically after every measurement, so an interrupted or failed sweep leaves complete
-files holding every finished row (never a half-written file). results.json keeps the full rows (bench statistics,
-power, telemetry, run context); results.csv flattens them to the columns in :data:`CSV_COLUMNS` plus one
-``power_<RAIL>_w`` column per rail seen (inserted after ``power_total_w``).
+Each finished row is appended to the sweep's row journal (rows.jsonl, :mod:`.journal`) at once; results.json and
+results.csv are written from the journal, atomically (never a half-written file), when a mode ends or is skipped,
+before a reboot and when the sweep ends, is interrupted or fails. results.json keeps the full rows (bench
+statistics, power, telemetry, run context); results.csv flattens them to the columns in :data:`CSV_COLUMNS` plus one
+``power_<RAIL>_w`` column per rail seen (inserted after ``power_total_w``). Both are written one row at a time from
+the journal: memory does not grow with the sweep.
 """
 import csv
-import io
 import json
 import os
 
 from .. import filekind
 from .._io import atomic_write, read_json
 from ..errors import EdgeAttnError
+from .journal import JOURNAL_FILE, RowJournal, json_default
 
 RESULTS_SCHEMA = "edgeattn.sweep/1"
 RESULTS_JSON = "results.json"
@@ -88,15 +90,24 @@ def flatten_row(row, context):
     return flat
 
 
-def csv_columns(flat_rows):
-    rails = []
-    for flat in flat_rows:
-        for key in flat:
-            if key.startswith("power_") and key.endswith("_w") and key not in CSV_COLUMNS and key not in rails:
-                rails.append(key)
+def _rail_columns(flat):
+    return [key for key in flat if key.startswith("power_") and key.endswith("_w") and key not in CSV_COLUMNS]
+
+
+def _with_rails(rails):
     columns = list(CSV_COLUMNS)
     at = columns.index("power_total_w") + 1
-    return columns[:at] + rails + columns[at:]
+    return columns[:at] + list(rails) + columns[at:]
+
+
+def csv_columns(flat_rows):
+    """The columns of results.csv for these flattened rows: one ``power_<RAIL>_w`` per rail seen, in order."""
+    rails = []
+    for flat in flat_rows:
+        for key in _rail_columns(flat):
+            if key not in rails:
+                rails.append(key)
+    return _with_rails(rails)
 
 
 def _csv_value(value):
@@ -110,12 +121,15 @@ def _csv_value(value):
 
 
 class ResultStore(object):
-    """Rows of one sweep directory; ``save()`` rewrites results.json and results.csv atomically."""
+    """The rows of one sweep directory: :meth:`add` appends a row to the journal; :meth:`save` writes results.json
+    and results.csv from it."""
 
     def __init__(self, out_dir, context=None):
         self.out_dir = out_dir
         self.context = dict(context or {})
-        self.rows = []
+        self.journal = RowJournal(os.path.join(out_dir, JOURNAL_FILE))
+        self.count = 0
+        self._keys = set()
         self.skipped = []
         self.notes = []
         self.restore = None
@@ -130,55 +144,77 @@ class ResultStore(object):
         return os.path.join(self.out_dir, RESULTS_CSV)
 
     def load_existing(self):
-        """Load the rows of a previous run of this directory (for --resume); returns how many were loaded."""
-        if not os.path.exists(self.json_path):
-            return 0
-        data = validate_results(load_results(self.out_dir), self.json_path, ROW_FIELDS + RESUME_FIELDS)
-        self.rows = list(data.get("rows", []))
-        self.skipped = list(data.get("skipped", []))
-        self.notes = list(data.get("notes", []))
-        return len(self.rows)
+        """Take up the rows of a previous run of this directory (for --resume); returns how many there are.
+
+        The journal holds every row that run finished; a results.json row missing from it (results.json of an
+        edgeattn from before the journal) is appended to it, so that from here on the journal has them all."""
+        previous = []
+        if os.path.exists(self.json_path):
+            data = validate_results(load_results(self.out_dir), self.json_path, ROW_FIELDS + RESUME_FIELDS)
+            previous = data.get("rows", [])
+            self.skipped = list(data.get("skipped", []))
+            self.notes = list(data.get("notes", []))
+        for row in self.journal.rows(key=row_key, problem=resumable_row_problem):
+            self._keys.add(row_key(row))
+        self.count = len(self._keys)
+        for row in previous:
+            if row_key(row) not in self._keys:
+                self.add(row)
+        return self.count
 
     def done_keys(self):
-        return set(row_key(row) for row in self.rows)
+        return set(self._keys)
 
     def add(self, row):
-        self.rows.append(row)
-        self.save()
+        """Append ``row`` to the journal (on disk when this returns); a row already there is not added again."""
+        key = row_key(row)
+        if key in self._keys:
+            return
+        self.journal.append(row)
+        self._keys.add(key)
+        self.count += 1
+
+    def iter_rows(self):
+        """The rows, read back from the journal one at a time, in the order they were measured."""
+        return self.journal.rows(key=row_key)
+
+    @property
+    def rows(self):
+        """Every row as a list (read from the journal: for callers that want them at once, after the sweep)."""
+        return list(self.iter_rows())
 
     def skip(self, entry):
         if entry not in self.skipped:
             self.skipped.append(entry)
 
-    def to_dict(self):
-        return {"schema": RESULTS_SCHEMA, "status": self.status, "sweep": self.context, "rows": self.rows,
-                "skipped": self.skipped, "notes": self.notes, "restore": self.restore}
-
     def save(self):
+        """Write results.json and results.csv from the journal, atomically, one row at a time."""
+        head = json.dumps({"schema": RESULTS_SCHEMA, "status": self.status, "sweep": self.context,
+                           "skipped": self.skipped, "notes": self.notes, "restore": self.restore},
+                          default=json_default)
+        rails = []
         with atomic_write(self.json_path, "w") as handle:
-            # one line, through json's C encoder (dumps without indent): the file is rewritten after every
-            # measurement, and the pure-Python encoder that indenting needs made each rewrite of a long sweep
-            # cost ~0.2 s of CPU per thousand rows (benchmarks/long_sweep.py)
-            handle.write(json.dumps(self.to_dict(), default=_json_default))
-            handle.write("\n")
-        flat_rows = [flatten_row(row, self.context) for row in self.rows]
-        columns = csv_columns(flat_rows)
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        for flat in flat_rows:
-            writer.writerow([_csv_value(flat.get(column)) for column in columns])
+            # one line, through json's C encoder (dumps without indent): the pure-Python encoder that indenting
+            # needs costs ~0.2 s of CPU per thousand rows
+            handle.write(head[:-1] + ', "rows": [')
+            for index, row in enumerate(self.iter_rows()):
+                handle.write((", " if index else "") + json.dumps(row, default=json_default))
+                for key in _rail_columns(flatten_row(row, self.context)):
+                    if key not in rails:
+                        rails.append(key)
+            handle.write("]}\n")
+        columns = _with_rails(rails)
         with atomic_write(self.csv_path, "w") as handle:
-            handle.write(buffer.getvalue())
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(columns)
+            for row in self.iter_rows():
+                flat = flatten_row(row, self.context)
+                writer.writerow([_csv_value(flat.get(column)) for column in columns])
 
 
-def _json_default(value):
-    # numpy scalars from a bench function, tuples, sets
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    return str(value)
+def resumable_row_problem(row):
+    """Why a row cannot be taken up by --resume (None when it can)."""
+    return row_problem(row, ROW_FIELDS + RESUME_FIELDS)
 
 
 def _is_number(value):

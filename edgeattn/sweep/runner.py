@@ -36,18 +36,28 @@ from .controllers import HostCpuController, JetsonController
 from .engines import build_engines, default_engine_builder
 from .plan import AS_BUILT, SweepOptions, model_entries, order_modes, parse_modes, parse_precisions, \
     plan_variants, resolve_board_profile
+from .journal import JOURNAL_FILE
 from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
 from .signals import SweepInterrupted, hold_signals, raise_on_signals, signal_name
 from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
 
 class SweepOutcome(object):
-    def __init__(self, status, out_dir, rows, skipped, restore, message=None):
+    def __init__(self, status, out_dir, store, restore, message=None):
         self.status = status          # complete | rebooting | interrupted | failed
         self.out_dir = out_dir
-        self.rows = rows
-        self.skipped = skipped
+        self._store = store
+        self.skipped = store.skipped
         self.restore = restore
         self.message = message
+
+    @property
+    def row_count(self):
+        return self._store.count
+
+    @property
+    def rows(self):
+        """Every result row (read back from the sweep's row journal)."""
+        return self._store.rows
 
 
 def default_bench():
@@ -121,7 +131,7 @@ def _discard_finished_sweep(out_dir, previous):
     old_store = ((previous or {}).get("original") or {}).get("clocks_store")
     if old_store:
         clocks_io.discard_store(old_store)  # only a store edgeattn created; anything else is left alone
-    for name in (RESULTS_JSON, RESULTS_CSV, state_io.STATE_FILE, "report.md", "report.html"):
+    for name in (JOURNAL_FILE, RESULTS_JSON, RESULTS_CSV, state_io.STATE_FILE, "report.md", "report.html"):
         path = os.path.join(out_dir, name)
         if os.path.isfile(path) or os.path.islink(path):
             os.unlink(path)
@@ -295,7 +305,8 @@ def _run_locked(asked, started, bench, engine_builder, model_check, root, echo):
             _check_models(options["models"], model_check)
     else:
         saved = None
-        if os.path.exists(os.path.join(out_dir, RESULTS_JSON)) or os.path.exists(state_io.state_path(out_dir)):
+        if any(os.path.exists(os.path.join(out_dir, name)) for name in (RESULTS_JSON, JOURNAL_FILE)) or \
+                os.path.exists(state_io.state_path(out_dir)):
             if not asked.overwrite:
                 raise EdgeAttnError("{} already holds a sweep; pass --resume to continue it, --overwrite to replace "
                                     "it, or choose another -o".format(out_dir))
@@ -510,6 +521,7 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                 _flush(unpowered, telemetry, store, options, wait=True)
                 state["done_modes"].append(mode.id)
                 state_io.save_state(out_dir, state)
+                store.save()  # results.json/csv as of this mode: readable while the next one runs
             if status != "rebooting":
                 status = "complete"
         except SweepInterrupted as error:
@@ -523,11 +535,11 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                               unpowered)
     if interruption is not None:
         echo("sweep interrupted by {}; {} result row(s) kept in {}; continue with: edgeattn sweep --resume -o {}"
-             .format(signal_name(interruption.signum), len(store.rows), out_dir, out_dir))
+             .format(signal_name(interruption.signum), store.count, out_dir, out_dir))
         raise interruption
     if failure is not None:
         echo("sweep failed; {} result row(s) kept in {}; after fixing the cause, continue with: edgeattn sweep "
-             "--resume -o {}".format(len(store.rows), out_dir, out_dir))
+             "--resume -o {}".format(store.count, out_dir, out_dir))
         raise failure
     return outcome
 
@@ -537,7 +549,7 @@ KEEP_SAMPLES_S = 60.0
 
 
 def _flush(pending, telemetry, store, options, wait):
-    """Attach power and telemetry to measured rows whose window is covered by samples, then save them.
+    """Attach power and telemetry to measured rows whose window is covered by samples, then journal them.
 
     A sample describes the interval before it arrives, so the end of a window is covered up to one interval
     later; rows wait in ``pending`` meanwhile (the next measurement runs in that time) instead of the sweep
@@ -550,10 +562,9 @@ def _flush(pending, telemetry, store, options, wait):
     ready = [row for row in pending if wait or telemetry.covers(row["window"]["end_unix"])]
     for row in ready:
         _attach_power(row, telemetry, options)
-        store.rows.append(row)
-    pending[:] = [row for row in pending if all(row is not r for r in ready)]
+        store.add(row)
+        pending[:] = [r for r in pending if r is not row]  # journaled: a failure after this must not add it again
     if ready:
-        store.save()
         # samples older than every window still to attribute (and than the settle window) are not needed again
         oldest = min([row["window"]["start_unix"] for row in pending] + [max(r["window"]["end_unix"] for r in ready)])
         telemetry.forget_before(oldest - KEEP_SAMPLES_S)
@@ -589,8 +600,11 @@ def _finish(controller, store, state, telemetry, original, options, status, mess
         try:
             store.save()
         finally:
-            state_io.save_state(store.out_dir, state)
-    return SweepOutcome(status, store.out_dir, store.rows, store.skipped, report, message)
+            try:
+                state_io.save_state(store.out_dir, state)
+            finally:
+                store.journal.close()
+    return SweepOutcome(status, store.out_dir, store, report, message)
 
 
 #: slowest layers each measurement keeps with ``sweep --layers``

@@ -100,7 +100,7 @@ def _manifest(corpus, onnx_path, trtexec):
 
 
 def _sweep(corpus):
-    """A finished host-cpu sweep (stub benchmark): its results.json and resume file."""
+    """A finished host-cpu sweep (stub benchmark): its results.json, row journal and resume file."""
     sys.path.insert(0, os.path.join(TESTS, "sweep"))
     import stubbench
     from edgeattn.sweep import run_sweep
@@ -113,6 +113,7 @@ def _sweep(corpus):
               bench=stubbench.make_bench(sleep_s=0), echo=lambda line: None)
     corpus.add("sweep-results", os.path.join(out, "results.json"))
     corpus.add("sweep-state", os.path.join(out, "sweep-state.json"))
+    corpus.add("sweep-rows", os.path.join(out, "rows.jsonl"))
 
 
 def _checkpoints(corpus):

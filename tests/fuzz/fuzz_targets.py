@@ -504,14 +504,32 @@ def _state(path):
 
 def _results(path):
     from edgeattn.report import summary_markdown
-    from edgeattn.sweep.results import ResultStore, csv_columns, flatten_row, load_results, row_key
+    from edgeattn.sweep.results import RESUME_FIELDS, ROW_FIELDS, csv_columns, flatten_row, load_results, row_key, \
+        validate_results
 
     directory = os.path.dirname(path)
     data = load_results(directory)
-    store = ResultStore(directory, context=data.get("sweep"))
-    store.load_existing()
-    flat = [flatten_row(row, data.get("sweep") or {}) for row in store.rows]
-    return [sorted(row_key(row) for row in store.rows), csv_columns(flat), summary_markdown(directory)]
+    rows = validate_results(data, path, ROW_FIELDS + RESUME_FIELDS)["rows"]  # what --resume takes up
+    flat = [flatten_row(row, data.get("sweep") or {}) for row in rows]
+    return [sorted(row_key(row) for row in rows), csv_columns(flat), summary_markdown(directory)]
+
+
+def _journal(path):
+    from edgeattn.sweep.results import ResultStore, csv_columns, flatten_row, resumable_row_problem, row_key
+
+    store = ResultStore(os.path.dirname(path))
+    rows = list(store.journal.rows(key=row_key, problem=resumable_row_problem))  # what --resume reads
+    return [[row_key(row) for row in rows], csv_columns(flatten_row(row, {}) for row in rows)]
+
+
+@st.composite
+def journal_lines(draw, rows, header):
+    """A row journal: the header line (or not), mutated result rows one per line, the last one maybe torn."""
+    lines = [header] if draw(st.booleans()) or not rows else []
+    lines += [json.dumps(row).encode("utf-8") for row in draw(st.lists(mutated_json(rows), max_size=6))]
+    data = b"\n".join(lines) + b"\n"
+    cut = draw(st.integers(0, 40))
+    return data[:len(data) - cut] if cut < len(data) else data
 
 
 def _profile(path):
@@ -640,6 +658,9 @@ def targets(corpus):
                prepare=_write("sweep-state.json")),
         Target("sweep.results", _file_strategy(corpus, "sweep-results", json_bytes([corpus.results])), _results,
                prepare=_write("results.json")),
+        Target("sweep.rows", _file_strategy(corpus, "sweep-rows", journal_lines(
+            corpus.results["rows"], json.dumps({"schema": "edgeattn.sweep-rows/1"}).encode("utf-8"))), _journal,
+               prepare=_write("rows.jsonl")),
         Target("profiles.yaml", _file_strategy(corpus, "profile", st.one_of(profile_yaml, profile_text)), _profile,
                prepare=_write("board.yaml")),
         Target("checkpoint.header", _file_strategy(corpus, "checkpoint"), _checkpoint_header,

@@ -52,15 +52,20 @@ def test_every_shipped_profile_and_nothing_else_is_a_profile():
 
 def test_records_edgeattn_writes(tmp_path):
     store = ResultStore(str(tmp_path / "sweep"), context={"profile": "host-cpu"})
-    store.rows = [{"model": "m", "padding": "x" * 1000, "repeat": i} for i in range(100)]  # > HEAD_BYTES
+    for i in range(1, 101):  # > HEAD_BYTES
+        store.add({"model": "m", "model_key": "m", "mode_id": 0, "precision_requested": "fp32", "padding": "x" * 1000,
+                   "repeat": i})
     store.save()
+    assert _kind(store.journal.path) == "sweep-rows"
     assert os.path.getsize(store.json_path) > filekind.HEAD_BYTES
     assert _kind(store.json_path) == "sweep-results"
     assert _kind(tmp_path / "sweep") == "sweep-directory"
     save_state(str(tmp_path / "sweep"), {"plan": [0]})
     assert _kind(tmp_path / "sweep" / "sweep-state.json") == "sweep-state"
     os.unlink(store.json_path)
-    assert _kind(tmp_path / "sweep") == "sweep-directory"  # an interrupted sweep: only its resume file
+    assert _kind(tmp_path / "sweep") == "sweep-directory"  # an interrupted sweep: its resume file and journal
+    os.unlink(os.path.join(str(tmp_path / "sweep"), "sweep-state.json"))
+    assert _kind(tmp_path / "sweep") == "sweep-directory"  # its journal alone
     manifest = tmp_path / "m.engine.json"
     manifest.write_text(json.dumps({"schema": "edgeattn.engine/1", "engine": {}}))
     assert _kind(manifest) == "manifest"

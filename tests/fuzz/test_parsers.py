@@ -19,7 +19,7 @@ def _names():
     return ["tegrastats.line", "tegrastats.log", "power.lines", "nvpmodel.query", "nvpmodel.conf",
             "nvpmodel.parse_verbose", "nvpmodel.switch", "jetson_clocks.show", "board.identity", "ina3221.sysfs",
             "trtexec.log", "trtexec.times", "trtexec.profile", "trtexec.layer_info", "trtexec.version",
-            "engine.manifest", "sweep.state", "sweep.results", "profiles.yaml", "checkpoint.header",
+            "engine.manifest", "sweep.state", "sweep.results", "sweep.rows", "profiles.yaml", "checkpoint.header",
             "checkpoint.load", "onnx.inspect", "filekind.sniff"]
 
 

@@ -83,8 +83,8 @@ def test_a_mode_is_recorded_done_only_once_its_rows_are_on_disk(fake_board, fast
     real_save = state_io.save_state
 
     def checking_save(out_dir, state):
-        path = os.path.join(out_dir, "results.json")
-        rows = json.load(open(path))["rows"] if os.path.exists(path) else []
+        path = os.path.join(out_dir, "rows.jsonl")  # where a finished row is on disk (results.json follows it)
+        rows = [json.loads(line) for line in open(path).readlines()[1:]] if os.path.exists(path) else []
         for mode in state.get("done_modes", []):
             seen.append((mode, sum(1 for r in rows if r["mode_id"] == mode)))
         real_save(out_dir, state)
@@ -192,7 +192,7 @@ def test_clocks_locked_before_the_sweep_and_never_stored_are_locked_again(fake_b
                                                                "sweep (they could not be stored)"}
 
 
-def test_samples_no_window_needs_are_dropped(monkeypatch):
+def test_samples_no_window_needs_are_dropped(monkeypatch, tmp_path):
     """Every tegrastats sample of a sweep stayed in memory (about 4 KiB each: 40 KiB a second at the tests' 100 ms,
     170 MB over six hours at 500 ms; benchmarks/long_sweep.py measured RSS growing 139 KiB per measurement)."""
     from edgeattn.jetson.samples import SampleBuffer
@@ -207,13 +207,10 @@ def test_samples_no_window_needs_are_dropped(monkeypatch):
     sampler._process = type("Running", (), {"poll": lambda self: None})()
     tele = telemetry.Telemetry(power=sampler, board=sampler)
 
-    class _Store(ResultStore):
-        def save(self):
-            pass
-
-    pending = [{"window": {"start_unix": 1250.0, "end_unix": 1251.0}, "throughput_items_per_s": 1.0},
-               {"window": {"start_unix": 1290.0, "end_unix": 1400.0}, "throughput_items_per_s": 1.0}]
-    store = _Store("unused")
+    key = {"model_key": "m", "mode_id": 0, "precision_requested": "fp32"}
+    pending = [dict(key, repeat=1, window={"start_unix": 1250.0, "end_unix": 1251.0}, throughput_items_per_s=1.0),
+               dict(key, repeat=2, window={"start_unix": 1290.0, "end_unix": 1400.0}, throughput_items_per_s=1.0)]
+    store = ResultStore(str(tmp_path))
     runner._flush(pending, tele, store, {"temp_limit_c": 85.0}, wait=False)
     # the first row was covered and saved, the second still waits for samples after its end: what stays is from
     # the margin before the oldest window still needed (the first row's end bounds it from below)

@@ -8,8 +8,9 @@ test process (tests/sweep_timing.py), so that `--interval-ms` below 500 passes.
 For the fault-injection runs (benchmarks/sweep_faults.py): SWEEP_DRIVER_BENCH=real keeps edgeattn's own benchmark
 (engines run by the fake trtexec: a real benchmark subprocess); SWEEP_DRIVER_TIMEOUT_CAP_S caps the timeout of every
 command edgeattn runs (trtexec, nvpmodel, jetson_clocks, sudo), so that a hung fake is killed in seconds rather than
-after the product's minutes; SWEEP_DRIVER_IO_FAULT=FILE:N:ERRNO makes the Nth atomic write of FILE (results.json,
-sweep-state.json) fail with that errno (ENOSPC, EIO) while its data is being written, once."""
+after the product's minutes; SWEEP_DRIVER_IO_FAULT=FILE:N:ERRNO makes the Nth write of FILE fail with that errno
+(ENOSPC, EIO) while its data is being written, once: the Nth row appended to rows.jsonl (half of its line is out),
+or the Nth atomic write of results.json or sweep-state.json."""
 import errno
 import os
 import sys
@@ -51,11 +52,29 @@ if io_fault:
     import contextlib
 
     from edgeattn import _io
-    from edgeattn.sweep import results
+    from edgeattn.sweep import journal, results
 
     fault_file, fault_call, fault_errno = io_fault.split(":")
     real_atomic_write = _io.atomic_write
     writes = []
+
+    def _fault_now():
+        with open(os.path.join(os.environ["FAKE_JETSON_STATE"], "fault-count-io"), "a") as marker:
+            marker.write("x")  # tells the fault script the fault happened (not the sweep's output)
+        code = getattr(errno, fault_errno)
+        raise OSError(code, os.strerror(code))
+
+    real_write_all = journal._write_all
+
+    def faulty_write_all(fd, data):
+        if fault_file == journal.JOURNAL_FILE and not data.startswith(b'{"schema"'):  # a row, not the header
+            writes.append(fd)
+            if len(writes) == int(fault_call):
+                real_write_all(fd, data[:len(data) // 2])  # part of the line is out when the disk fails
+                _fault_now()
+        real_write_all(fd, data)
+
+    journal._write_all = faulty_write_all
 
     @contextlib.contextmanager
     def faulty_atomic_write(path, mode="wb"):
@@ -64,10 +83,7 @@ if io_fault:
                 writes.append(path)
                 if len(writes) == int(fault_call):
                     handle.write("{" if "b" not in mode else b"{")  # part of the data is out when the disk fails
-                    with open(os.path.join(os.environ["FAKE_JETSON_STATE"], "fault-count-io"), "a") as marker:
-                        marker.write("x")  # tells the fault script the fault happened (not the sweep's output)
-                    code = getattr(errno, fault_errno)
-                    raise OSError(code, os.strerror(code))
+                    _fault_now()
             yield handle
 
     _io.atomic_write = faulty_atomic_write

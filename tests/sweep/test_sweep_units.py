@@ -158,6 +158,7 @@ def test_results_csv_energy_and_efficiency_columns_hold_their_own_values(tmp_pat
     row.update({"energy_per_item_j": 6.0 / 10.0, "items_per_s_per_w": 10.0 / 6.0})
     store = results.ResultStore(str(tmp_path))
     store.add(row)
+    store.save()
     with open(store.csv_path) as handle:
         record = list(csv.DictReader(handle))[0]
     assert float(record["power_total_w"]) == 6.0 and float(record["throughput_items_per_s"]) == 10.0
@@ -177,6 +178,7 @@ def test_results_files_are_written_atomically_with_rail_columns(tmp_path):
     store = results.ResultStore(str(tmp_path), context={"profile": "x", "board": {"model": "B"}})
     store.add(_row("a", 0, 1, {"VDD_IN": 5.0}))
     store.add(_row("b", 1, 1, {"VDD_IN": 6.0, "VDD_SOC": 1.0}))
+    store.save()
     with open(store.csv_path) as handle:
         records = list(csv.DictReader(handle))
     header = open(store.csv_path).readline().strip().split(",")
@@ -185,7 +187,7 @@ def test_results_files_are_written_atomically_with_rail_columns(tmp_path):
     assert records[0]["power_VDD_SOC_w"] == "" and records[1]["power_VDD_SOC_w"] == "1.0"
     assert records[1]["latency_p99_ms"] == "120.0" and records[0]["board_model"] == "B"
     assert results.load_results(str(tmp_path))["rows"][1]["model"] == "b"
-    assert sorted(os.listdir(str(tmp_path))) == ["results.csv", "results.json"]
+    assert sorted(os.listdir(str(tmp_path))) == ["results.csv", "results.json", "rows.jsonl"]
     assert results.row_key(store.rows[0]) == ("/m/a", 0, "fp32", 1)
 
 
@@ -206,7 +208,8 @@ def _keyed_row(repeat, precision="fp32", mode=2):
 
 def test_each_repeat_is_its_own_finished_measurement(tmp_path):
     store = results.ResultStore(str(tmp_path))
-    store.rows = [_keyed_row(1), _keyed_row(2), _keyed_row(1, "fp16"), _keyed_row(1, mode=0)]
+    for row in [_keyed_row(1), _keyed_row(2), _keyed_row(1, "fp16"), _keyed_row(1, mode=0)]:
+        store.add(row)
     assert results.row_key(_keyed_row(3)) == ("/m/a.onnx", 2, "fp32", 3)
     assert store.done_keys() == {("/m/a.onnx", 2, "fp32", 1), ("/m/a.onnx", 2, "fp32", 2),
                                  ("/m/a.onnx", 2, "fp16", 1), ("/m/a.onnx", 0, "fp32", 1)}
