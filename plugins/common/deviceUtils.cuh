@@ -1,7 +1,7 @@
 /*
  * Device helpers shared by every kernel: FP16 <-> FP32 conversion (the only half-precision operations we use,
  * so the kernels run on sm_53 with CUDA 10.2: all arithmetic is FP32), a register-tiled FP32 micro-GEMM over
- * shared (or L2-resident global) memory, and block reductions.
+ * shared (or L2-resident global) memory, squared column norms of a transposed matrix, and block reductions.
  *
  * Nothing here needs more than sm_53: no cp.async, no tensor-core MMA, no half arithmetic.
  */
@@ -100,6 +100,23 @@ __device__ __forceinline__ void zeroTile4x4(float (&acc)[4][4])
         {
             acc[r][c] = 0.0F;
         }
+    }
+}
+
+//! norms[column] = sum_{row < rows} matrixT[row * columns + column]^2 for every column < columns: the squared norms
+//! of the vectors a transposed (row-major [rows][columns]) matrix holds in its columns, summed by FMA in row order.
+//! Block-strided over the columns; the caller synchronises before reading norms.
+__device__ __forceinline__ void columnNorms(float const* matrixT, int columns, int rows, float* norms)
+{
+    for (int column = threadIdx.x; column < columns; column += blockDim.x)
+    {
+        float sum = 0.0F;
+        for (int row = 0; row < rows; ++row)
+        {
+            float const value = matrixT[row * columns + column];
+            sum = fmaf(value, value, sum);
+        }
+        norms[column] = sum;
     }
 }
 

@@ -248,16 +248,7 @@ __global__ void __launch_bounds__(512) softNewtonKernel(SoftParams const p)
         landmarksT[c * mp + i] = loadFloat(landmarkPtr, static_cast<int64_t>(i) * p.channels + c);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < mp; i += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int c = 0; c < d; ++c)
-        {
-            float const value = landmarksT[c * mp + i];
-            sum = fmaf(value, value, sum);
-        }
-        norms[i] = sum;
-    }
+    columnNorms(landmarksT, mp, d, norms);
     __syncthreads();
 
     int const tilesPerSide = mp / 4;
@@ -364,20 +355,6 @@ __device__ __forceinline__ void loadLandmarkTileTransposed(
         int const c = index - i * d;
         lT[c * landmarkTile + i]
             = begin + i < m ? loadFloat(src, static_cast<int64_t>(begin + i) * channels + c) : 0.0F;
-    }
-}
-
-__device__ __forceinline__ void columnNorms(float const* matrixT, int columns, int rows, float* norms)
-{
-    for (int column = threadIdx.x; column < columns; column += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int row = 0; row < rows; ++row)
-        {
-            float const value = matrixT[row * columns + column];
-            sum = fmaf(value, value, sum);
-        }
-        norms[column] = sum;
     }
 }
 

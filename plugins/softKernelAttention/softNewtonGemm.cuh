@@ -173,16 +173,7 @@ __device__ __forceinline__ void stageLandmarkBlock(NewtonGemmParams const& p, __
             : 0.0F;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < kSetupTile; i += blockDim.x)
-    {
-        float sum = 0.0F;
-        for (int c = 0; c < d; ++c)
-        {
-            float const value = blockT[c * kSetupTile + i];
-            sum = fmaf(value, value, sum);
-        }
-        norms[i] = sum;
-    }
+    columnNorms(blockT, kSetupTile, d, norms);
 }
 
 /*
