@@ -282,6 +282,39 @@ __device__ __forceinline__ int64_t tileChunk(
 }
 
 /*
+ * The walk over a token tile that loadTokenTile and storeTokenTile share, block-strided and coalesced across the
+ * block: with kWide and p.vectorLoads, chunk(offset, n0, c0) for each 16-byte piece (TokenVector<T>::kElements
+ * elements along the contiguous axis, tileChunk), else element(offset, n, c) for each element (tileCoordinates).
+ * offset: from the head base under (tokenStride, channelStride).
+ */
+template <typename T, bool kTokenMajor, bool kWide, typename Element, typename Chunk>
+__device__ __forceinline__ void forEachTileAccess(LinearAttentionParams const& p, int tileBegin, int tokenTile,
+    int64_t tokenStride, int64_t channelStride, Element const& element, Chunk const& chunk)
+{
+    constexpr int kVector = TokenVector<T>::kElements;
+    int const d = p.headDim;
+    if (!kWide || p.vectorLoads == 0)
+    {
+        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+        {
+            int n;
+            int c;
+            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
+            element(static_cast<int64_t>(tileBegin + n) * tokenStride + c * channelStride, n, c);
+        }
+        return;
+    }
+    for (int index = threadIdx.x; index < tokenTile * d / kVector; index += blockDim.x)
+    {
+        int n0;
+        int c0;
+        int64_t const offset
+            = tileChunk<kTokenMajor, kVector>(index, d, tokenTile, tileBegin, tokenStride, channelStride, n0, c0);
+        chunk(offset, n0, c0);
+    }
+}
+
+/*
  * Reads the elements (token n < tokenTile, channel c < d) of a token tile of `kSources` same-shaped inputs (offsets
  * as LinearAttentionParams' strides from each source's head base) and hands each element to
  * visit(n, c, valid, x[0], x[kSources - 1]); elements of tokens from `count` on are 0 and not valid. With p.vectorLoads
@@ -294,27 +327,12 @@ __device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, T 
     int tileBegin, int tokenTile, int count, Visit const& visit)
 {
     constexpr int kVector = TokenVector<T>::kElements;
-    int const d = p.headDim;
     T const zero = fromFloat<T>(0.0F);
-    if (!kWide || p.vectorLoads == 0)
-    {
-        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
-        {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-            bool const valid = n < count;
-            int64_t const offset = static_cast<int64_t>(tileBegin + n) * p.inTokenStride + c * p.inChannelStride;
-            visit(n, c, valid, valid ? sources[0][offset] : zero, valid ? sources[kSources - 1][offset] : zero);
-        }
-        return;
-    }
-    for (int chunk = threadIdx.x; chunk < tokenTile * d / kVector; chunk += blockDim.x)
-    {
-        int n0;
-        int c0;
-        int64_t const offset = tileChunk<kTokenMajor, kVector>(
-            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);
+    auto const element = [&](int64_t offset, int n, int c) {
+        bool const valid = n < count;
+        visit(n, c, valid, valid ? sources[0][offset] : zero, valid ? sources[kSources - 1][offset] : zero);
+    };
+    auto const chunk = [&](int64_t offset, int n0, int c0) {
         bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;
         T x[kSources][kVector];
 #pragma unroll
@@ -340,7 +358,9 @@ __device__ __forceinline__ void loadTokenTile(LinearAttentionParams const& p, T 
             int const n = kTokenMajor ? n0 : n0 + e;
             visit(n, kTokenMajor ? c0 + e : c0, n < count, x[0][e], x[kSources - 1][e]);
         }
-    }
+    };
+    forEachTileAccess<T, kTokenMajor, kWide>(
+        p, tileBegin, tokenTile, p.inTokenStride, p.inChannelStride, element, chunk);
 }
 
 /*
@@ -353,27 +373,13 @@ __device__ __forceinline__ void storeTokenTile(
     LinearAttentionParams const& p, T* outPtr, int tileBegin, int tokenTile, int count, Staged const& staged)
 {
     constexpr int kVector = TokenVector<T>::kElements;
-    int const d = p.headDim;
-    if (!kWide || p.vectorLoads == 0)
-    {
-        for (int index = threadIdx.x; index < tokenTile * d; index += blockDim.x)
+    auto const element = [&](int64_t offset, int n, int c) {
+        if (n < count)
         {
-            int n;
-            int c;
-            tileCoordinates<kTokenMajor>(index, d, tokenTile, n, c);
-            if (n < count)
-            {
-                outPtr[static_cast<int64_t>(tileBegin + n) * p.outTokenStride + c * p.outChannelStride] = staged(n, c);
-            }
+            outPtr[offset] = staged(n, c);
         }
-        return;
-    }
-    for (int chunk = threadIdx.x; chunk < tokenTile * d / kVector; chunk += blockDim.x)
-    {
-        int n0;
-        int c0;
-        int64_t const offset = tileChunk<kTokenMajor, kVector>(
-            chunk, d, tokenTile, tileBegin, p.outTokenStride, p.outChannelStride, n0, c0);
+    };
+    auto const chunk = [&](int64_t offset, int n0, int c0) {
         if (kTokenMajor ? n0 < count : n0 + kVector <= count)
         {
             T x[kVector];
@@ -393,7 +399,9 @@ __device__ __forceinline__ void storeTokenTile(
                 outPtr[offset + e] = staged(n0 + e, c0);
             }
         }
-    }
+    };
+    forEachTileAccess<T, kTokenMajor, kWide>(
+        p, tileBegin, tokenTile, p.outTokenStride, p.outChannelStride, element, chunk);
 }
 
 /*

@@ -192,10 +192,10 @@ PLANTED_LINEAR_BUGS = (
     # 5: the 16-byte token-tile loads read the next chunk (an offset slip), in the direct loads of both paths and in
     # the tensor-core path's cp.async ring
     ("common/linearAttention.cuh",
-     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);\n"
+     "    auto const chunk = [&](int64_t offset, int n0, int c0) {\n"
      "        bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;",
-     "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0)\n"
-     "            + (edgeattn_planted_bug == 5 ? kVector : 0);\n"
+     "    auto const chunk = [&](int64_t chunkOffset, int n0, int c0) {\n"
+     "        int64_t const offset = chunkOffset + (edgeattn_planted_bug == 5 ? kVector : 0);\n"
      "        bool const full = kTokenMajor ? n0 < count : n0 + kVector <= count;"),
     ("common/linearAttentionTensorCore.cuh",
      "            chunk, d, tokenTile, tileBegin, p.inTokenStride, p.inChannelStride, n0, c0);\n"
