@@ -5,13 +5,18 @@ growing with the measurement count".
 stub benchmark of the sweep tests, so that a measurement costs milliseconds and a thousand of them fit in minutes)
 over the live modes of the fake AGX Orin (0 and 3), ``--models`` models, fp32 and fp16, and ``--repeats`` repeats.
 Every ``--every-s`` seconds this script reads the sweep process's resident set size (VmRSS), its open file
-descriptors (/proc/PID/fd), its threads, and how many measurements results.json holds; it then fits a least-squares
-line to RSS and descriptors against the measurement count (after the first tenth, the start-up) and reports the
-slopes. The retained data is reported beside it: results.json keeps every row in memory by design (it is rewritten
-after each measurement), so the part of the RSS slope that is rows is the JSON size per row.
+descriptors (/proc/PID/fd), its threads, and how many measurements the sweep's row journal (rows.jsonl) holds; it
+then fits a least-squares line to RSS and descriptors against the measurement count (after the first tenth, the
+start-up) and reports the slopes. The size of a row (as JSON, and as the Python objects a sweep would hold if it kept
+its rows in memory) is reported beside them, to read the RSS slope against; the sweep appends each row to the
+journal and keeps none.
 
-    python benchmarks/long_sweep.py --json benchmarks/results/long_sweep.json          # 2 x 10 x 2 x 25 = 1000
+    python benchmarks/long_sweep.py --json benchmarks/results/long_sweep.json        # 2 x 10 x 2 x 100 = 4000
     python benchmarks/long_sweep.py --models 2 --repeats 5 --json runs/long.json          # a quick look (40)
+
+4000 measurements of 0.05 s take about four minutes: well past the minute of samples a sweep keeps
+(runner.KEEP_SAMPLES_S), during which RSS rises for a reason that stops; the slope over the second half of the run
+is reported apart for that reason.
 """
 import argparse
 import json
@@ -54,6 +59,15 @@ def _rows(path):
         return None
 
 
+def _journaled(path):
+    """Rows in the journal so far: its complete lines after the header (None before it exists)."""
+    try:
+        with open(path, "rb") as handle:
+            return max(0, handle.read().count(b"\n") - 1)
+    except OSError:
+        return None
+
+
 def _deep_size(value, seen=None):
     """Bytes of ``value`` and everything it holds (sys.getsizeof summed over the containers' contents)."""
     seen = set() if seen is None else seen
@@ -85,9 +99,9 @@ def _fit(points):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=25)
-    parser.add_argument("--duration-s", type=float, default=0.01, help="timed phase of each (stub) measurement")
-    parser.add_argument("--every-s", type=float, default=1.0, help="sampling period of RSS and descriptors")
+    parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--duration-s", type=float, default=0.05, help="timed phase of each (stub) measurement")
+    parser.add_argument("--every-s", type=float, default=0.5, help="sampling period of RSS and descriptors")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
@@ -114,6 +128,7 @@ def main(argv=None):
         process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         samples = []
         results = os.path.join(out_dir, "results.json")
+        journal = os.path.join(out_dir, "rows.jsonl")
         while process.poll() is None:
             time.sleep(args.every_s)
             try:
@@ -122,10 +137,10 @@ def main(argv=None):
                 break
             if "VmRSS" not in status:  # exited, not yet reaped
                 break
-            rows = _rows(results)
-            if rows is None:
+            measured = _journaled(journal)
+            if measured is None:
                 continue
-            samples.append({"t_s": round(time.time() - started, 2), "measurements": len(rows),
+            samples.append({"t_s": round(time.time() - started, 2), "measurements": measured,
                             "rss_kib": status["VmRSS"], "fds": status["fds"], "threads": status["Threads"]})
         returncode = process.wait()
         log.close()
@@ -136,11 +151,14 @@ def main(argv=None):
         state = board.state()
         steady = [s for s in samples if s["measurements"] >= planned / 10.0]
         rss_slope, _ = _fit([(s["measurements"], s["rss_kib"]) for s in steady])
+        # the sweep keeps the samples of the last minute (runner.KEEP_SAMPLES_S): RSS rises while that fills
+        late_half = [s for s in samples if s["measurements"] >= planned / 2.0]
+        rss_late_slope, _ = _fit([(s["measurements"], s["rss_kib"]) for s in late_half])
         fd_slope, _ = _fit([(s["measurements"], s["fds"]) for s in steady])
         rss_time_slope, _ = _fit([(s["t_s"], s["rss_kib"]) for s in steady])
         row_bytes = (len(json.dumps(rows)) / len(rows)) if rows else None
         row_objects = (_deep_size(rows) / len(rows)) if rows else None
-        # seconds per measurement early and late: results.json and .csv are rewritten in full after each one
+        # seconds per measurement early and late: equal when a row costs the same at the end as at the start
         times = sorted(r["started_unix"] for r in rows)
         tenth = max(1, len(times) // 10)
         early = (times[tenth] - times[0]) / tenth if len(times) > tenth else None
@@ -159,10 +177,12 @@ def main(argv=None):
                     "max": max(s["fds"] for s in samples) if samples else None},
             "threads_max": max(s["threads"] for s in samples) if samples else None,
             "rss_slope_kib_per_measurement": round(rss_slope, 3) if rss_slope is not None else None,
+            "rss_slope_kib_per_measurement_second_half": round(rss_late_slope, 3) if rss_late_slope is not None
+            else None,
             "rss_slope_kib_per_minute": round(rss_time_slope * 60, 1) if rss_time_slope is not None else None,
             "fd_slope_per_1000_measurements": round(fd_slope * 1000, 3) if fd_slope is not None else None,
             "row_json_kib": round(row_bytes / 1024.0, 3) if row_bytes else None,
-            # what one row costs the sweep's memory as the Python objects it keeps (json.load builds the same)
+            # what one row would cost the sweep's memory as Python objects if it kept them (json.load builds the same)
             "row_python_kib": round(row_objects / 1024.0, 3) if row_objects else None,
             "seconds_per_measurement": {"first_tenth": round(early, 4) if early else None,
                                         "last_tenth": round(late, 4) if late else None},
@@ -175,7 +195,9 @@ def main(argv=None):
                 json.dump(record, handle, indent=1)
                 handle.write("\n")
         summary = {k: record[k] for k in ("measurements", "elapsed_s", "rss_kib", "fds",
-                                          "rss_slope_kib_per_measurement", "fd_slope_per_1000_measurements",
+                                          "rss_slope_kib_per_measurement",
+                                          "rss_slope_kib_per_measurement_second_half",
+                                          "fd_slope_per_1000_measurements",
                                           "row_json_kib", "row_python_kib", "seconds_per_measurement",
                                           "board_restored")}
         print(json.dumps(summary, indent=1))

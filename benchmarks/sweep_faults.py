@@ -70,7 +70,7 @@ NAMED = {
     "bench-hang": ("timed out",),
     "bench-garbage": ("--exportTimes",),
     "tegrastats-exit": ("tegrastats exited",),
-    "tegrastats-stall": ("tegrastats stopped printing", "tegrastats exited"),
+    "tegrastats-stall": ("tegrastats printed no line", "tegrastats stopped printing"),
     "nvpmodel-fail": ("injected fault",),
     "nvpmodel-hang": ("timed out",),
     "clocks-fail": ("injected failure",),
@@ -79,8 +79,8 @@ NAMED = {
     "eio-row": ("Input/output error",),
     "enospc-state": ("No space left on device",),
     "eio-state": ("Input/output error",),
-    "sigint": ("interrupted by SIGINT", "restoring the original power mode and clocks; please wait"),
-    "sigterm": ("interrupted by SIGTERM", "restoring the original power mode and clocks; please wait"),
+    "sigint": ("SIGINT",),
+    "sigterm": ("SIGTERM",),
     "sigkill": ("did not finish",),
 }
 KINDS = tuple(NAMED)
@@ -213,6 +213,21 @@ def _fault_fired(kind, board, run):
         return calls >= int(board.fault.split(":")[2])
 
 
+def _named(kind, output, rows):
+    """(named, without_effect): whether the sweep named the fault where a user looks. A tegrastats fault costs the
+    rows measured after it their power: each such row must say why in its own ``power.reason`` (results.csv's
+    ``power_reason``) and the output must say it too. One that cost no row (it came after the last window) and
+    went unmentioned had no effect to name: counted apart, not as named."""
+    said = any(word in output for word in NAMED[kind])
+    if not kind.startswith("tegrastats"):
+        return said, False
+    unpowered = [r for r in rows if (r.get("power") or {}).get("total_w") is None]
+    if not unpowered:
+        return (True, False) if said else (None, True)
+    every_row = all(any(word in str((r.get("power") or {}).get("reason")) for word in NAMED[kind]) for r in unpowered)
+    return said and every_row, False
+
+
 def run_trial(trial, base, trtexec, calibrated_s, until=None):
     import fakeharness
 
@@ -286,8 +301,11 @@ def run_trial(trial, base, trtexec, calibrated_s, until=None):
         "rows_lost": len(lost), "rows_skipped_with_reason": len(missing) - len(lost), "rows_redone": redone,
         # a fault before the sweep wrote its resume file changed nothing (the sweep is simply started again)
         "before_start": not started_sweep,
-        "named": any(word in named_in for word in NAMED[kind]) if fired and started_sweep else None,
     }
+    result["named"], result["without_effect"] = _named(kind, named_in, rows) if fired and started_sweep else (None,
+                                                                                                             False)
+    result["power_reasons"] = sorted({str((r.get("power") or {}).get("reason")) for r in rows
+                                      if (r.get("power") or {}).get("total_w") is None})
     board.kill_leftovers()
     result["ok"] = bool(result["complete"] and result["board_restored"] and not result["rows_duplicated"]
                         and not result["rows_lost"] and not result["rows_redone"] and not result["hung_runs"]
@@ -334,7 +352,8 @@ def summarise(results, args, calibrated_s, elapsed):
         by_kind[kind] = {
             "trials": len(mine), "injected": len(fired), "survived": sum(r["ok"] for r in fired),
             "before_the_sweep_started": sum(r["before_start"] for r in fired),
-            "named": sum(bool(r["named"]) for r in fired), "boards_left_changed": sum(not r["board_restored"]
+            "to_name": sum(r["named"] is not None for r in fired), "named": sum(bool(r["named"]) for r in fired),
+            "without_effect": sum(r["without_effect"] for r in fired), "boards_left_changed": sum(not r["board_restored"]
                                                                                       for r in mine),
             "rows_lost": sum(r["rows_lost"] for r in mine), "rows_duplicated": sum(r["rows_duplicated"] for r in mine),
             "rows_redone": sum(r["rows_redone"] for r in mine),
@@ -347,7 +366,9 @@ def summarise(results, args, calibrated_s, elapsed):
         "timeout_cap_s": args.timeout_cap_s, "interval_ms": INTERVAL_MS, "calibrated_sweep_s": round(calibrated_s, 1),
         "python": platform.python_version(), "elapsed_s": round(elapsed, 1),
         "faults_injected": len(injected), "faults_survived": sum(r["ok"] for r in injected),
+        "faults_to_name": sum(r["named"] is not None for r in injected),
         "faults_named": sum(bool(r["named"]) for r in injected),
+        "faults_without_effect": sum(r["without_effect"] for r in injected),
         "boards_left_changed": sum(not r["board_restored"] for r in results),
         "rows_expected": sum(r["rows_expected"] for r in results), "rows_lost": sum(r["rows_lost"] for r in results),
         "rows_duplicated": sum(r["rows_duplicated"] for r in results),

@@ -165,17 +165,27 @@ def _run(args, timeout, input_text=None):
 def show(timeout=TIMEOUT_S, use_sudo=False):
     """``jetson_clocks --show`` parsed; None when jetson_clocks is not installed or cannot run (it needs root:
     with ``use_sudo`` it is run through ``sudo -n`` when we are not root)."""
+    return show_or_reason(timeout, use_sudo)[0]
+
+
+def show_or_reason(timeout=TIMEOUT_S, use_sudo=False):
+    """``(parsed, None)``, or ``(None, why)`` where ``why`` is what failed in jetson_clocks' own words (its last
+    output line, its exit status, the timeout) for a sweep's warning."""
     tool = jetson_clocks_path()
     if tool is None:
-        return None
+        return None, "jetson_clocks is not installed"
     args = privileged([tool, "--show"]) if use_sudo else [tool, "--show"]
     try:
         result = run_command(args, timeout=timeout)
-    except EdgeAttnError:
-        return None
-    if result.returncode != 0 or _ROOT_ERROR_RE.search(result.output):
-        return None
-    return parse_show(result.output)
+    except EdgeAttnError as error:
+        return None, str(error)
+    lines = [line.strip() for line in (result.output or "").splitlines() if line.strip()]
+    if _ROOT_ERROR_RE.search(result.output):
+        return None, "it needs root: " + (lines[-1] if lines else "permission denied")
+    if result.returncode != 0:
+        return None, "{} (exit status {})".format(lines[-1], result.returncode) if lines else \
+            "exit status {}".format(result.returncode)
+    return parse_show(result.output), None
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -346,6 +346,11 @@ class TegrastatsSampler(object):
         return self._process.pid if self._process is not None else None
 
     @property
+    def returncode(self):
+        """tegrastats' exit status once it has exited on its own (None while it runs, and after :meth:`stop`)."""
+        return self._process.poll() if self._process is not None else None
+
+    @property
     def unparsed(self):
         """Lines that were not a tegrastats sample."""
         return self._buffer.unparsed

@@ -66,9 +66,19 @@ def _retried(action, what, echo, done=None, errors=True):
 
 
 def _shown(echo):
-    """``jetson_clocks --show`` parsed, tried again when it fails once (None when it keeps failing)."""
-    return _retried(lambda: clocks_io.show(use_sudo=True), "jetson_clocks --show", echo,
-                    done=lambda shown: shown is not None, errors=False)
+    """``jetson_clocks --show`` parsed, tried again when it fails once (None when it keeps failing); every failure
+    is announced with jetson_clocks' own words."""
+    def attempt():
+        shown, why = clocks_io.show_or_reason(use_sudo=True)
+        if shown is None:
+            raise EdgeAttnError(why)
+        return shown
+
+    try:
+        return _retried(attempt, "jetson_clocks --show", echo)
+    except EdgeAttnError as error:
+        echo("warning: jetson_clocks --show failed ({}); going on without its reading".format(error))
+        return None
 
 
 def _reason(outcome):

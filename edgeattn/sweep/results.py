@@ -28,7 +28,7 @@ CSV_COLUMNS = (
      "backend", "provider", "batch", "iterations", "throughput_items_per_s"]
     + ["latency_{}_ms".format(k) if k != "cov" else "latency_cov" for k in LATENCY_KEYS]
     + ["gpu_compute_mean_ms",
-       "power_source", "power_samples", "power_approximate", "power_total_rail", "power_total_w",
+       "power_source", "power_samples", "power_approximate", "power_reason", "power_total_rail", "power_total_w",
        "energy_per_item_j", "items_per_s_per_w",
        "gpu_util_mean_pct", "gpu_freq_mean_mhz", "gpu_freq_min_mhz", "gpu_freq_max_mhz", "gpu_temp_max_c",
        "temp_max_c", "temp_max_sensor", "throttled", "throttle_reasons", "settled", "settle_waited_s",
@@ -64,7 +64,8 @@ def flatten_row(row, context):
         "throughput_items_per_s": row.get("throughput_items_per_s"),
         "gpu_compute_mean_ms": gpu_compute.get("mean"),
         "power_source": power.get("source"), "power_samples": power.get("samples"),
-        "power_approximate": power.get("approximate"), "power_total_rail": power.get("total_rail"),
+        "power_approximate": power.get("approximate"), "power_reason": power.get("reason"),
+        "power_total_rail": power.get("total_rail"),
         "power_total_w": power.get("total_w"),
         "energy_per_item_j": row.get("energy_per_item_j"), "items_per_s_per_w": row.get("items_per_s_per_w"),
         "gpu_util_mean_pct": telemetry.get("gpu_util_mean_pct"),

@@ -78,6 +78,29 @@ def _echo_stderr(line):
     sys.stderr.flush()
 
 
+class _NotingEcho(object):
+    """The sweep's echo, which also keeps every warning line for results.json's ``notes``: whoever reads the files
+    of an unattended sweep never saw its terminal. Lines come before the result store exists (board checks, the
+    first retries); :meth:`attach` hands them over and sends later ones straight to the store's notes."""
+
+    PREFIX = "warning: "
+
+    def __init__(self, echo):
+        self._echo = echo
+        self._notes = []
+
+    def __call__(self, line):
+        self._echo(line)
+        if line.startswith(self.PREFIX) and line[len(self.PREFIX):] not in self._notes:
+            self._notes.append(line[len(self.PREFIX):])
+
+    def attach(self, notes):
+        for note in self._notes:
+            if note not in notes:
+                notes.append(note)
+        self._notes = notes
+
+
 def _format_duration(seconds):
     if seconds is None:
         return "?"
@@ -243,7 +266,7 @@ def run_sweep(models, profile="auto", modes="all", precisions=("fp32",), backend
     Every input is checked before the directory is created. The directory is then locked for the whole run
     (a second sweep into it is refused with the first one's PID), and on a Jetson so is the board.
     """
-    echo = echo or _echo_stderr
+    echo = _NotingEcho(echo or _echo_stderr)
     root = root or default_root()
     out_dir = os.path.abspath(out_dir)
     asked = SweepOptions(models=models, profile=profile, modes=modes, precisions=precisions, backend=backend,
@@ -402,6 +425,7 @@ def _run_locked(asked, started, bench, engine_builder, model_check, root, echo):
             original = None
             state = {"options": options, "plan": [m.id for m in plan], "done_modes": [], "status": "starting",
                      "skipped": predicted_skips}
+        echo.attach(store.notes)
         controller.preflight(plan, options["clocks"])
         if replacing:
             _discard_finished_sweep(out_dir, previous)
@@ -580,6 +604,8 @@ def _finish(controller, store, state, telemetry, original, options, status, mess
         errors = telemetry.stop() if telemetry is not None else []
         for line in errors:
             echo("warning: " + line)
+        for reason, count in sorted((telemetry.gaps if telemetry is not None else {}).items()):
+            echo("warning: {} measurement(s) without power: {}".format(count, reason))
         if status == "rebooting":
             report = {"mode": {"ok": None, "detail": "rebooting into the next mode; restored at the end of the sweep"},
                       "clocks": {"ok": None, "detail": "clocks reset by the reboot"}}

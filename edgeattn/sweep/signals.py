@@ -52,7 +52,7 @@ def hold_signals(echo):
 
     def handler(signum, frame):
         received.append(signum)
-        echo("restoring the original power mode and clocks; please wait")
+        echo("{} received: restoring the original power mode and clocks; please wait".format(signal_name(signum)))
 
     previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
     try:

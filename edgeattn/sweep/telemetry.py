@@ -10,6 +10,7 @@ Throttling: a measurement is flagged when the hottest chip sensor reached the te
 or when the GPU clock, while busy, fell below 90 % of the reference (the locked clock from ``jetson_clocks
 --show`` when clocks are locked, else the highest clock seen in the same window).
 """
+import collections
 import time
 
 from ..jetson import ina3221, tegrastats
@@ -51,6 +52,26 @@ def _delivery_problem(sampler, now, started):
     return None
 
 
+def _clock_time(stamp):
+    return time.strftime("%H:%M:%S", time.localtime(stamp)) + ".{:d}".format(int(stamp * 10) % 10)
+
+
+def no_power_reason(sampler, start, end):
+    """Why the measurement window [``start``, ``end``] got no power from ``sampler``: what the sampler did, in words a
+    user reading results.csv after an unattended sweep can act on."""
+    samples = sampler.samples()
+    last = samples[-1][0] if samples else None
+    after = "after {}".format(_clock_time(last)) if last is not None else "before the window ended"
+    if _stopped(sampler):
+        status = getattr(sampler, "returncode", None)
+        return "{} exited{} and printed no line {}".format(
+            sampler.source, " (exit status {})".format(status) if status is not None else "", after)
+    if last is None or last < end:
+        return "{} printed no line {} (it still runs: stalled)".format(sampler.source, after)
+    return "no {} sample covers this {:.3g} s window (interval {:g} s)".format(sampler.source, end - start,
+                                                                               sampler.interval_s)
+
+
 class Telemetry(object):
     """The samplers of a sweep: ``power`` (tegrastats or INA3221, or None) and ``board`` (tegrastats, or None:
     GPU load/clock and temperatures). Both may be the same tegrastats sampler."""
@@ -61,6 +82,8 @@ class Telemetry(object):
         self.total_rail = total_rail
         self.notes = list(notes or [])
         self.started_unix = None
+        #: reason -> how many windows got no power for it (see :func:`no_power_reason`)
+        self.gaps = collections.Counter()
 
     @property
     def power_source(self):
@@ -141,6 +164,10 @@ class Telemetry(object):
                                    self.total_rail)
             summary = {key: power[key] for key in ("source", "samples", "approximate", "interval_s", "rails_w",
                                                    "total_w", "total_rail")}
+            if summary["total_w"] is None:
+                summary["reason"] = no_power_reason(self.power, start, end) if not summary["samples"] else \
+                    "the {} samples of this window name no total-power rail".format(self.power.source)
+                self.gaps[summary["reason"]] += 1
         telemetry = None
         busy_min = None
         if self.board is not None:

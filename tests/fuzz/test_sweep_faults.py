@@ -21,6 +21,8 @@ def faults():
     ("sigkill", {"from": "resume-file", "fraction": 0.0}, 3, True),  # killed once the resume file exists
     ("enospc-row", 2, 0, False),                                        # the disk fills while a row is written
     ("tegrastats-exit", 1, 0, False),                                   # tegrastats dies after one line
+    ("tegrastats-stall", 1, 3, False),                                  # tegrastats goes silent after one line
+    ("clocks-fail", 1, 0, False),                                       # jetson_clocks --show fails once
 ])
 def test_a_faulted_sweep_is_resumed_to_the_same_rows_and_the_original_board(faults, tmp_path, monkeypatch, kind,
                                                                            moment, original, locked):
@@ -33,4 +35,4 @@ def test_a_faulted_sweep_is_resumed_to_the_same_rows_and_the_original_board(faul
     assert result["ok"], result
     assert result["rows"] == result["rows_expected"] == 4 and result["rows_duplicated"] == 0
     assert result["board"] == {"mode": original, "locked": locked, "fan_pwm": 77}
-    assert result["named"] is True and result["runs"] == (1 if kind == "tegrastats-exit" else 2)
+    assert result["named"] is True and result["runs"] == (1 if kind.startswith(("tegrastats", "clocks")) else 2)
