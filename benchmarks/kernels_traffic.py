@@ -5,7 +5,8 @@ compulsory bytes (each input read once, each output written once; edgeattn/cost.
 kernels_gpu.py (kernel_cases.py: CSWin-T24181 at 224/384/512); JSON out. No GPU.
 
 Per case and kernel path (scalar: an emulated sm_53 device; tensor_core: sm_87 with the tensor-core kernels
-forced), FP16 I/O: kernel launches (and, apart, the stream's memsets/memcpys, e.g. a ticket counter's reset), bytes
+forced; tensor_core_warp: sm_87 with that path forced, for the ops whose kernels it changes: blockify's one warp per
+window and SOFT's Newton-Raphson one block per problem for M > 64, plugins/common/kernelPath.h), FP16 I/O: kernel launches (and, apart, the stream's memsets/memcpys, e.g. a ticket counter's reset), bytes
 read and written (inputs, outputs and workspace) by all of them, their sum over the compulsory bytes, and the same
 per launch. Issue 33's target for the memory-bound ops (EFFATT, LiteMLA ReLU and QT): at most
 1.3x the compulsory bytes and 2 launches per call; each result says whether it meets it ("target_met"). What this
@@ -36,7 +37,10 @@ import kernel_cases  # noqa: E402
 PROGRAM = "kernels_traffic.py"
 SCHEMA = "edgeattn.kernels_traffic/1"
 DEFAULT_OUT = os.path.join(REPO_ROOT, "benchmarks", "results", "kernels_traffic.json")
-PATHS = {"scalar": (5, 3), "tensor_core": (8, 7)}
+#: kernel path -> the emulated device it runs on (set_compute_capability forces tensor_core on sm_80+, auto below)
+PATHS = {"scalar": (5, 3), "tensor_core": (8, 7), "tensor_core_warp": (8, 7)}
+#: the ops whose tensor_core_warp kernels differ from tensor_core's; the others run the same kernels on both paths
+WARP_PATH_OPS = ("blockify_attention", "soft_kernel_attention")
 #: issue 33's target for the memory-bound (linear) ops
 MEMORY_BOUND_OPS = ("efficient_attention", "lite_mla", "lite_mla_qt")
 TARGET = {"max_bytes_over_compulsory": 1.3, "max_launches": 2}
@@ -128,6 +132,8 @@ def measure(kernels, numpy, op, stage, batch, path):
 
     kernels.reset()
     kernels.set_compute_capability(*PATHS[path])  # sm_80+: the tensor-core kernels forced (emulated_kernels.py)
+    if path == "tensor_core_warp":
+        kernels.set_kernel_path(path)
     inputs, outputs = call(kernels, numpy, op, stage, batch)
     launches = kernels.traffic()  # kernel launches and the stream's memsets/memcpys, in order
     read = sum(launch["read_bytes"] for launch in launches)
@@ -164,6 +170,8 @@ def run(args, kernels, on_progress=None):
                 continue
             for op in args.ops:
                 for path in args.paths:
+                    if path == "tensor_core_warp" and op not in WARP_PATH_OPS:
+                        continue  # the tensor_core case's kernels
                     if (op == "soft_kernel_attention" and args.max_landmarks is not None
                             and stage["landmarks"] > args.max_landmarks):
                         results.append({"op": op, "resolution": resolution, "stage": stage["stage"], "path": path,

@@ -69,6 +69,30 @@ def test_every_call_moves_at_least_its_compulsory_bytes(kernels, traffic, op, pa
         assert entry["target_met"] is met
 
 
+@pytest.mark.parametrize("op, landmarks, tensor_core, warp", [
+    ("blockify_attention", None, "blockifyFlashMmaKernel", "blockifyMmaKernel"),
+    ("soft_kernel_attention", 80, "softNewtonGemmSetupKernel", "softNewtonKernel"),
+])
+def test_the_warp_path_runs_its_own_kernels(kernels, traffic, op, landmarks, tensor_core, warp):
+    """tensor_core_warp is measured with its own kernels (plugins/common/kernelPath.h): blockify's one warp per
+    window instead of the pipelined CTA kernel, and SOFT's Newton-Raphson one block per problem instead of the GEMM
+    tiles for M > 64 (80 landmarks, one head of 32 channels, on the 224 stage-4 map: the stage cases reach M > 64 at
+    384 only, too slow here); the ops it does not change get no tensor_core_warp case."""
+    stage = _stage(traffic, 4)
+    if landmarks is not None:
+        stage = dict(stage, channels=32, heads=1, landmarks=landmarks)
+    first = {}
+    for path in ("tensor_core", "tensor_core_warp"):
+        entry = traffic.measure(kernels, numpy, op, stage, 1, path)
+        assert kernels.fault() == "" and entry["path"] == path, kernels.fault()
+        names = [launch["kernel"].split(" ")[0].split("<")[0] for launch in entry["per_launch"]]
+        first[path] = [name for name in names if not name.startswith("cuda")][0]
+    assert first == {"tensor_core": tensor_core, "tensor_core_warp": warp}
+    args = traffic.parse_args(["--resolutions", "224", "--stages", "4", "--paths", "tensor_core_warp", "--ops",
+                               "efficient_attention", "lite_mla", "lite_mla_qt"])
+    assert traffic.run(args, kernels) == []
+
+
 def test_unwatched_buffers_are_not_counted(kernels, traffic):
     """The counters see only the watched buffers: the same call with nothing watched counts nothing (so what the
     benchmark reports is the call's own traffic, not the emulator's bookkeeping)."""
