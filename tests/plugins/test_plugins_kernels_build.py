@@ -139,21 +139,26 @@ def find_cuobjdump(nvcc):
     return tools[0], environment
 
 
-def sass_functions(cuobjdump, library, arch):
-    """{mangled function name: SASS text} of the library's code for ``arch`` (e.g. "sm_87")."""
+def cuobjdump_text(cuobjdump, library, kind, options, arch=""):
+    """cuobjdump's output for ``options`` (e.g. ["-sass", "-arch", arch]) on the library, cached (cached_text) as
+    ``kind`` under a hash of the library's bytes, cuobjdump's version and ``arch``: each test reads the same dump."""
     tool, environment = cuobjdump
 
     def produce():
-        result = run_command([tool, "-sass", "-arch", arch, library], timeout=300, env=environment)
+        result = run_command([tool] + list(options) + [library], timeout=300, env=environment)
         assert result.returncode == 0, result.output[-3000:]
         return result.stdout
 
-    # cached (cached_text) under a hash of the library's bytes, cuobjdump's version and the arch
     digest = hashlib.sha256()
     with open(library, "rb") as handle:
         digest.update(handle.read())
     digest.update((tool_version(tool) + arch).encode())
-    sass = cached_text("sass", digest.hexdigest()[:16], produce)
+    return cached_text(kind, digest.hexdigest()[:16], produce)
+
+
+def sass_functions(cuobjdump, library, arch):
+    """{mangled function name: SASS text} of the library's code for ``arch`` (e.g. "sm_87")."""
+    sass = cuobjdump_text(cuobjdump, library, "sass", ["-sass", "-arch", arch], arch)
     functions = {}
     for block in re.split(r"\n\s*Function : ", sass)[1:]:
         name, _, body = block.partition("\n")
@@ -633,18 +638,7 @@ KNOWN_LOCAL_MEMORY = {
 def resource_usage(cuobjdump, library):
     """{arch: {function: {"REG", "STACK", "SHARED", "LOCAL", ...}}} from cuobjdump --dump-resource-usage (what ptxas
     allotted each kernel of the library, read from the same build as the other tests: nothing compiled again)."""
-    tool, environment = cuobjdump
-
-    def produce():
-        result = run_command([tool, "--dump-resource-usage", library], timeout=300, env=environment)
-        assert result.returncode == 0, result.output[-3000:]
-        return result.stdout
-
-    digest = hashlib.sha256()
-    with open(library, "rb") as handle:
-        digest.update(handle.read())
-    digest.update(tool_version(tool).encode())
-    text = cached_text("resource-usage", digest.hexdigest()[:16], produce)
+    text = cuobjdump_text(cuobjdump, library, "resource-usage", ["--dump-resource-usage"])
     usage, arch = {}, None
     for line in text.splitlines():
         match = re.match(r"\s*arch = (sm_\d+)", line)
@@ -664,18 +658,7 @@ def resource_usage(cuobjdump, library):
 def launch_bounds(cuobjdump, library, arch):
     """{function: max threads per block its __launch_bounds__ declares} (EIATTR_MAX_THREADS in the cubin's .nv.info;
     functions that declare none are absent)."""
-    tool, environment = cuobjdump
-
-    def produce():
-        result = run_command([tool, "-elf", "-arch", arch, library], timeout=300, env=environment)
-        assert result.returncode == 0, result.output[-3000:]
-        return result.stdout
-
-    digest = hashlib.sha256()
-    with open(library, "rb") as handle:
-        digest.update(handle.read())
-    digest.update((tool_version(tool) + arch).encode())
-    text = cached_text("elf-info", digest.hexdigest()[:16], produce)
+    text = cuobjdump_text(cuobjdump, library, "elf-info", ["-elf", "-arch", arch], arch)
     bounds = {}
     for section in re.split(r"\n\.nv\.info\.", text)[1:]:
         name = section.split(None, 1)[0]

@@ -1120,6 +1120,28 @@ def test_soft_kernel_attention_matches_reference(kernels, dtype, case):
     assert log[0].startswith("softNewtonKernel<T, {}>".format(newton_shared)), log
 
 
+def newton_result(library, capability, q, landmarks, iters, path=None):
+    """M = NR-pinv(A) as the Newton kernels leave it in the workspace (its first buffer, [problem][Mp][Mp] FP32, Mp = M
+    rounded up to 4: softKernelAttentionKernel.cu), for SOFT (symmetric_norm 0, so M = X), batch 1, one head, on the
+    emulated device of `capability` with `path` forced (None: the one set_compute_capability selects). The launch
+    log is library.launches()."""
+    library.reset()
+    library.set_compute_capability(*capability)
+    if path is not None:
+        library.set_kernel_path(path)
+    batch, tokens, channels = q.shape
+    m = landmarks.shape[1]
+    v = torch.zeros_like(q)
+    out = torch.empty_like(q)
+    nbytes = library.soft_kernel_attention_workspace_size(batch, tokens, m, channels, 1)
+    workspace = torch.full((nbytes // 4 + 64,), float("nan"))
+    library.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(), out.data_ptr(), batch, tokens,
+                                  m, channels, 1, workspace.data_ptr(), nbytes, newton_iters=iters, symmetric_norm=0,
+                                  dtype="float16")
+    padded = (m + 3) // 4 * 4
+    return workspace[:padded * padded].view(padded, padded)[:m, :m].double()
+
+
 # ---- CSWin-T24181 stage shapes at 224^2 (the GPU tests' first resolution) -----------------------------------------
 CSWIN_224 = ((56, 64, 2, 7), (28, 128, 4, 7), (14, 256, 8, 14), (7, 512, 16, 7))  # side, channels, heads, block
 

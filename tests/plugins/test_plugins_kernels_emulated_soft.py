@@ -17,7 +17,8 @@ from edgeattn.ops.soft import gaussian_kernel, newton_pinv, soft_kernel_attentio
 from edgeattn.plugins import kernels_abi  # noqa: E402
 from kernel_reference_check import assert_matches_reference  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
-    Buffers, _bits, dtype_name, emulated_kernels, emulated_library, kernels, planted_variant, ptr, soft_inputs)
+    Buffers, _bits, dtype_name, emulated_kernels, emulated_library, kernels, newton_result, planted_variant, ptr,
+    soft_inputs)
 from test_plugins_kernels_emulated_tensorcore import pooled_soft_inputs  # noqa: E402
 
 ORIN = (8, 7)
@@ -106,25 +107,6 @@ def test_gemm_newton_on_pooled_landmarks_144(kernels):
 
 
 # ---- the inverse itself ----------------------------------------------------------------------------------------------
-def newton_result(library, path, q, landmarks, iters):
-    """M = NR-pinv(A) as the kernels leave it in the workspace (its first buffer, [problem][Mp][Mp] FP32, Mp = M
-    rounded up to 4), for SOFT (symmetric_norm 0, so M = X), batch 1, one head, on sm_87; and the launch log."""
-    library.reset()
-    library.set_compute_capability(*ORIN)
-    library.set_kernel_path(path)
-    batch, tokens, channels = q.shape
-    m = landmarks.shape[1]
-    v = torch.zeros_like(q)
-    out = torch.empty_like(q)
-    nbytes = library.soft_kernel_attention_workspace_size(batch, tokens, m, channels, 1)
-    workspace = torch.full((nbytes // 4 + 64,), float("nan"))
-    library.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(), out.data_ptr(), batch, tokens,
-                                  m, channels, 1, workspace.data_ptr(), nbytes, newton_iters=iters, symmetric_norm=0,
-                                  dtype="float16")
-    padded = (m + 3) // 4 * 4
-    return workspace[:padded * padded].view(padded, padded)[:m, :m].double(), library.launches()
-
-
 def newton_errors(library, side, pool):
     """(GEMM-tiled error, PyTorch FP32 error), each max |X_20 - X_20 in FP64| / max |X_20 in FP64|."""
     q, landmarks, _ = pooled_soft_inputs(1, side, pool, 32, 1)
@@ -132,7 +114,8 @@ def newton_errors(library, side, pool):
     exact = newton_pinv(A, 20)
     scale = exact.abs().max().item()
     torch_error = (newton_pinv(A.float(), 20).double() - exact).abs().max().item() / scale
-    result, log = newton_result(library, "tensor_core", q, landmarks, 20)
+    result = newton_result(library, ORIN, q, landmarks, 20, path="tensor_core")
+    log = library.launches()
     assert launch_names(log)[:2] == ["softNewtonGemmSetupKernel", "softNewtonGemmMmaKernel"], log
     return (result - exact).abs().max().item() / scale, torch_error
 

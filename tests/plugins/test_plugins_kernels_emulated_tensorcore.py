@@ -22,8 +22,9 @@ from edgeattn.ops.soft import gaussian_kernel, newton_pinv  # noqa: E402
 from edgeattn.plugins import kernels_abi  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
     CAPABILITIES, CAPABILITY_IDS, EFFATT_CASES, LITE_MLA_CASES, SOFT_CASES, effatt_inputs, emulated_kernels,
-    emulated_library, kernel_records, kernels, linear_first_launch, lite_mla_case_inputs, planted_bug_failure, planted_kernels,
-    planted_variant, random_tensor, run_efficient, run_lite_mla, run_soft, soft_inputs)
+    emulated_library, kernel_records, kernels, linear_first_launch, lite_mla_case_inputs, newton_result,
+    planted_bug_failure, planted_kernels, planted_variant, random_tensor, run_efficient, run_lite_mla, run_soft,
+    soft_inputs)
 
 TENSOR_CORE = (8, 7)
 
@@ -195,24 +196,6 @@ def test_one_f16_rounding_of_the_fp32_operands_fails_the_criterion(single_roundi
     run_soft(variant, *soft, heads=2, iters=20, symmetric=True)
 
 
-def _newton_result(library, capability, q, landmarks, iters):
-    """M = NR-pinv(A) as the Newton kernel leaves it in the workspace (its first buffer: [problem][Mp][Mp] FP32,
-    softKernelAttentionKernel.cu), for SOFT (symmetric_norm 0, so M = X), batch 1, one head."""
-    library.reset()
-    library.set_compute_capability(*capability)
-    batch, tokens, channels = q.shape
-    m = landmarks.shape[1]
-    v = torch.zeros_like(q)
-    out = torch.empty_like(q)
-    nbytes = library.soft_kernel_attention_workspace_size(batch, tokens, m, channels, 1)
-    workspace = torch.full((nbytes // 4 + 64,), float("nan"))
-    library.soft_kernel_attention(q.data_ptr(), landmarks.data_ptr(), v.data_ptr(), out.data_ptr(), batch, tokens,
-                                  m, channels, 1, workspace.data_ptr(), nbytes, newton_iters=iters, symmetric_norm=0,
-                                  dtype="float16")
-    padded = (m + 3) // 4 * 4
-    return workspace[:padded * padded].view(padded, padded)[:m, :m].double()
-
-
 @pytest.mark.parametrize("side, pool, channels", [(14, 2, 32), (28, 4, 32), (56, 8, 32)],
                          ids=["M49-cond5", "M49-cond24", "M49-cond460"])
 def test_newton_raphson_on_tensor_cores_keeps_fp32_accuracy(kernels, single_rounding_kernels, side, pool, channels):
@@ -229,7 +212,7 @@ def test_newton_raphson_on_tensor_cores_keeps_fp32_accuracy(kernels, single_roun
     errors = {}
     for name, library, capability in (("tensor core", kernels, TENSOR_CORE), ("scalar", kernels, (5, 3)),
                                       ("one rounding", single_rounding_kernels, TENSOR_CORE)):
-        result = _newton_result(library, capability, q, landmarks, 20)
+        result = newton_result(library, capability, q, landmarks, 20)
         assert library.launches()[0].startswith("softNewtonMmaKernel" if capability == TENSOR_CORE
                                                 else "softNewtonKernel"), library.launches()
         errors[name] = (result - exact).abs().max().item() / scale
