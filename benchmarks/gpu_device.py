@@ -1,10 +1,13 @@
-"""The GPU a benchmark runs on and how it is timed, shared by kernels_gpu.py and models_gpu.py: the device report
-(name, compute capability, SMs, clocks, driver), the dense FP16 tensor and FP32 peaks estimated from SMs x clock x
-per-SM rate, the memory bandwidth from the driver, and CUDA-event timing of a function (optionally as replays of a
-CUDA graph). torch is passed in (imported by the caller), so importing this module needs nothing but the stdlib.
+"""The GPU a benchmark runs on, how it is timed and how its report is written, shared by kernels_gpu.py and
+models_gpu.py: the device report (name, compute capability, SMs, clocks, driver), the dense FP16 tensor and FP32 peaks
+estimated from SMs x clock x per-SM rate, the memory bandwidth from the driver, CUDA-event timing of a function
+(optionally as replays of a CUDA graph), and the JSON report rewritten as the cases finish. torch is passed in
+(imported by the caller), so importing this module needs nothing but the stdlib.
 """
 import ctypes
+import json
 import statistics
+import sys
 
 #: dense FP16 tensor-core FMAs (FP32 accumulate) per SM per clock, and FP32 FMAs per SM per clock, by compute
 #: capability (A100/Orin: 1024, H100: 2048; GA10x/AD10x GeForce parts run FP32-accumulate at 256; L4/L40 at 512)
@@ -115,3 +118,16 @@ def device_report(torch, args):
             "peak_fp32_tflops": args.peak_fp32_tflops or fp32,
             "peak_bandwidth_gbps": args.peak_gbps or bandwidth,
             "peak_bandwidth_source": "--peak-gbps" if args.peak_gbps else "driver: 2 x memory clock x bus width"}
+
+
+def write_report(path, document, complete):
+    """Writes a benchmark's JSON document to ``path`` (atomically: the callers rewrite it after every case, so a run
+    cut short leaves a readable file with the cases so far), or, without a path, to stdout once it is ``complete``."""
+    text = json.dumps(document, indent=2) + "\n"
+    if path:
+        from edgeattn._io import atomic_write
+
+        with atomic_write(path, "w") as handle:
+            handle.write(text)
+    elif complete:
+        sys.stdout.write(text)

@@ -52,7 +52,6 @@ checks the tables, formulas and the same-math decompositions on the CPU).
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import sys
@@ -65,9 +64,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the cases and their FLOPs / compulsory bytes, shared with kernels_traffic.py (formulas: edgeattn/cost.py)
 from kernel_cases import (LITE_MLA_HEAD_DIM, RESOLUTIONS, SOFT_NEWTON_ITERS, STAGE_OPS, blockify_flops,  # noqa: E402
                           efficient_flops, lite_mla_flops, roofline_ms, soft_flops, stage_cases, token_bytes)
-# the device, its peaks and CUDA-event timing (shared with models_gpu.py), and the PyTorch baselines
+# the device, its peaks, CUDA-event timing and the report writer (shared with models_gpu.py), the PyTorch baselines
 from gpu_device import (device_report, driver_version, estimated_peaks, nvidia_driver_version,  # noqa: E402,F401
-                        time_ms)
+                        time_ms, write_report)
 from kernel_baselines import blockify_sdpa, efficient_bmm, lite_mla_relu_bmm  # noqa: E402,F401
 
 PROGRAM = "kernels_gpu.py"
@@ -454,14 +453,7 @@ def main(argv=None):
         device = device_report(torch, args)
 
         def write(results, complete):
-            text = json.dumps(build_report(args, torch, kernels, device, results, complete), indent=2) + "\n"
-            if args.out:
-                from edgeattn._io import atomic_write
-
-                with atomic_write(args.out, "w") as handle:
-                    handle.write(text)
-            elif complete:
-                sys.stdout.write(text)
+            write_report(args.out, build_report(args, torch, kernels, device, results, complete), complete)
 
         results = run(args, torch, kernels, device, on_progress=lambda partial: write(partial, False))
     except UsageError as error:

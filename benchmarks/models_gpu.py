@@ -31,7 +31,6 @@ $EDGEATTN_KERNELS_LIB or plugins/build/libedgeattn_kernels.so). Importing this m
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import sys
@@ -39,6 +38,10 @@ import sys
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the device, CUDA-event timing and the report writer (shared with kernels_gpu.py; importing it needs no GPU)
+import gpu_device  # noqa: E402
 
 PROGRAM = "models_gpu.py"
 SCHEMA = "edgeattn.models_gpu/1"
@@ -187,14 +190,7 @@ def run(args, torch, time_fn, build_model, on_progress=None):
 def run_and_write(args, torch, time_fn, build_model, device, kernels_info=None):
     """run(), with the JSON rewritten after every case (to --json, atomically; stdout once at the end otherwise)."""
     def write(results, complete):
-        text = json.dumps(build_report(args, torch, device, results, complete, kernels_info), indent=2) + "\n"
-        if args.out:
-            from edgeattn._io import atomic_write
-
-            with atomic_write(args.out, "w") as handle:
-                handle.write(text)
-        elif complete:
-            sys.stdout.write(text)
+        gpu_device.write_report(args.out, build_report(args, torch, device, results, complete, kernels_info), complete)
 
     results = run(args, torch, time_fn, build_model, on_progress=lambda partial: write(partial, False))
     write(results, True)
@@ -242,9 +238,6 @@ def main(argv=None):
 
         if not torch.cuda.is_available():
             raise UsageError("needs a CUDA GPU (torch.cuda.is_available() is False)")
-        sys.path.insert(0, os.path.join(REPO_ROOT, "benchmarks"))
-        import gpu_device
-
         from edgeattn.errors import EdgeAttnError
 
         kernels_info = None

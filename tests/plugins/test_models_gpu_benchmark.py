@@ -117,3 +117,25 @@ def test_a_run_with_a_fake_timer_writes_the_json_after_every_case(models_gpu, tm
     failed = by_case[("elfatt", "edgeattn")]
     assert failed["latency_ms"] is None and failed["error"] == "RuntimeError: planted kernel failure"
     assert report["paper"]["img_per_s"]["global"]["sdpa_flash"] == 2210
+
+
+def test_without_json_the_report_goes_to_stdout_once_at_the_end(models_gpu, capsys):
+    """No --json: nothing on stdout while cases remain (the file-less run cannot be rewritten), then the complete
+    report as one JSON document."""
+    args = models_gpu.parse_args(["--models", "global", "--impls", "sdpa_math", "--resolutions", "224", "256",
+                                  "--batches", "1"])
+    printed = []
+
+    def timer(fn):
+        fn()
+        printed.append(capsys.readouterr().out)
+        return 10.0, "fake"
+
+    def build(arch, resolution):
+        model = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(3, 1000))
+        return model, lambda batch: torch.randn(batch, 3, resolution, resolution)
+
+    results = models_gpu.run_and_write(args, torch, timer, build, {"name": "fake"})
+    assert printed == ["", ""] and len(results) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["complete"] and report["results"] == results
