@@ -16,7 +16,7 @@ import time
 
 from ..errors import EdgeAttnError
 from . import rooted
-from .samples import SampleBuffer
+from .samples import BufferedSampler, SampleBuffer
 
 MIN_INTERVAL_S = 0.5
 
@@ -155,7 +155,7 @@ class PowerReading(object):
     temperatures = {}
 
 
-class Ina3221Sampler(object):
+class Ina3221Sampler(BufferedSampler):
     """Polls INA3221 rails every ``interval_s`` (>= 0.5 s) in a thread; keeps ``(time, PowerReading)`` pairs."""
 
     source = "ina3221"
@@ -192,28 +192,8 @@ class Ina3221Sampler(object):
     def running(self):
         return self._thread is not None and self._thread.is_alive()
 
-    @property
-    def unparsed(self):
-        """Polls that read no rail."""
-        return self._buffer.unparsed
-
-    def samples(self, since=None, until=None):
-        return self._buffer.between(since, until)
-
-    def forget_before(self, stamp):
-        """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that
-        hours of sampling do not pile up in memory (benchmarks/long_sweep.py)."""
-        self._buffer.forget_before(stamp)
-
     def stop(self):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False

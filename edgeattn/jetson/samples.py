@@ -27,3 +27,30 @@ class SampleBuffer(object):
         """Drop the samples taken before ``stamp`` (a sweep keeps only what its pending windows need)."""
         with self._lock:
             self._samples = [(t, s) for t, s in self._samples if t >= stamp]
+
+
+class BufferedSampler(object):
+    """What the samplers (tegrastats, INA3221) share: reading their :class:`SampleBuffer`, dropping old samples,
+    use as a context manager. Each sampler has its own ``start``/``stop`` and sets ``self._buffer``."""
+
+    _buffer = None
+
+    @property
+    def unparsed(self):
+        """Readings that gave no sample (a line that was no tegrastats sample, an INA3221 poll that read no rail)."""
+        return self._buffer.unparsed
+
+    def samples(self, since=None, until=None):
+        return self._buffer.between(since, until)
+
+    def forget_before(self, stamp):
+        """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that
+        hours of sampling do not pile up in memory (benchmarks/long_sweep.py)."""
+        self._buffer.forget_before(stamp)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False

@@ -21,7 +21,7 @@ import time
 
 from ..errors import EdgeAttnError
 from . import find_tool
-from .samples import SampleBuffer
+from .samples import BufferedSampler, SampleBuffer
 
 #: INA3221 averages refresh every ~430 ms (NVIDIA's ``nvpower.sh``
 #: configures 512-sample averages at boot); sampling faster only repeats values.
@@ -297,7 +297,7 @@ def stop_args(tool=None):
     return [tool or tegrastats_path() or "tegrastats", "--stop"]
 
 
-class TegrastatsSampler(object):
+class TegrastatsSampler(BufferedSampler):
     """Runs ``tegrastats --interval N`` and keeps ``(receive_time, TegraSample)`` pairs.
 
     Samples are timed when their line arrives (JetPack 4 prints no timestamp, later ones only to the second);
@@ -350,19 +350,6 @@ class TegrastatsSampler(object):
         """tegrastats' exit status once it has exited on its own (None while it runs, and after :meth:`stop`)."""
         return self._process.poll() if self._process is not None else None
 
-    @property
-    def unparsed(self):
-        """Lines that were not a tegrastats sample."""
-        return self._buffer.unparsed
-
-    def samples(self, since=None, until=None):
-        return self._buffer.between(since, until)
-
-    def forget_before(self, stamp):
-        """Drop the samples received before ``stamp``: a sweep keeps only what its pending windows need, so that
-        hours of sampling do not pile up in memory (benchmarks/long_sweep.py)."""
-        self._buffer.forget_before(stamp)
-
     def stop(self):
         """Terminate our tegrastats (never others') and wait for it; safe to call twice."""
         process, self._process = self._process, None
@@ -385,10 +372,3 @@ class TegrastatsSampler(object):
                     process.stdout.close()
                 except OSError:
                     pass
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
