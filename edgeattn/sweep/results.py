@@ -166,6 +166,10 @@ class ResultStore(object):
     def done_keys(self):
         return set(self._keys)
 
+    def is_done(self, key):
+        """Whether the measurement ``key`` (:func:`row_key`) is in the journal."""
+        return key in self._keys
+
     def add(self, row):
         """Append ``row`` to the journal (on disk when this returns); a row already there is not added again."""
         key = row_key(row)

@@ -15,6 +15,7 @@ signal into an exception so the ``finally`` runs, and further signals are held b
 The benchmark function is injectable (``bench=``): it defaults to :func:`edgeattn.bench.run_benchmark`
 and is only imported when a sweep runs.
 """
+import collections
 import contextlib
 import functools
 import math
@@ -37,7 +38,7 @@ from .engines import build_engines, default_engine_builder
 from .plan import AS_BUILT, SweepOptions, model_entries, order_modes, parse_modes, parse_precisions, \
     plan_variants, resolve_board_profile
 from .journal import JOURNAL_FILE
-from .results import RESULTS_CSV, RESULTS_JSON, ResultStore, row_key
+from .results import RESULTS_CSV, RESULTS_JSON, ResultStore
 from .signals import SweepInterrupted, hold_signals, raise_on_signals, signal_name
 from .telemetry import FIRST_SAMPLE_TIMEOUT_S, Telemetry, settle, start_telemetry, throttling
 
@@ -110,6 +111,10 @@ def _format_duration(seconds):
     if seconds >= 60:
         return "{}m{:02d}s".format(seconds // 60, seconds % 60)
     return "{}s".format(seconds)
+
+
+#: measurements whose mean time the ETA uses (the most recent ones)
+ETA_WINDOW = 1000
 
 
 def _eta(measurement_s, measurements_left, mode_overhead_s, modes_left):
@@ -459,10 +464,11 @@ def _nothing():
 
 def _execute(controller, store, state, plan, variants, options, original, bench, builder, profile, root, echo):
     out_dir = store.out_dir
-    done = store.done_keys()
     total = len(plan) * len(variants) * options["repeats"]
-    already = sum(1 for key in done if key[1] in [m.id for m in plan])
-    timings, mode_overheads = [], []  # seconds per measurement; per mode for switching, locking and settling
+    already = sum(1 for key in store.done_keys() if key[1] in [m.id for m in plan])
+    # seconds per measurement (the last ETA_WINDOW: memory must not grow with the sweep); per mode for switching,
+    # locking and settling
+    timings, mode_overheads = collections.deque(maxlen=ETA_WINDOW), []
     status, interruption, failure, message = "failed", None, None, None
     telemetry = Telemetry()
     unpowered = []  # measured rows waiting for the power samples that cover the end of their window
@@ -485,7 +491,7 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                 if mode.id in state.get("done_modes", []):
                     continue
                 todo = [(v, r) for v in variants for r in range(1, options["repeats"] + 1)
-                        if (v["model"]["path"], mode.id, v["precision"], r) not in done]
+                        if not store.is_done((v["model"]["path"], mode.id, v["precision"], r))]
                 if not todo:
                     state["done_modes"].append(mode.id)
                     continue
@@ -538,7 +544,6 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
                         repeat, options["repeats"], _format_duration(eta)))
                     row = _measure(bench, variant, mode, repeat, options, reference_gpu, settled)
                     unpowered.append(row)
-                    done.add(row_key(row))
                     _flush(unpowered, telemetry, store, options, wait=False)
                     timings.append(time.time() - started)
                 # the mode's rows are on disk before the resume file calls it done (a kill in between lost them)
