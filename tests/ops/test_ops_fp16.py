@@ -62,6 +62,11 @@ def map_side(n):
 
 # ------------------------------------------------------------------ cases: (ours, naive) callables on FP16 inputs
 
+def channel_halves(first, second):
+    """The naive form of an op that runs ``first(q, k, v)`` on the first D channels and ``second`` on the rest."""
+    return lambda t: torch.cat([first(*(x[..., :D] for x in t)), second(*(x[..., D:] for x in t))], dim=-1)
+
+
 def case_blockify(n):
     side = map_side(n)
     q, k, v = (rand16(1, n, C, seed=s) for s in (1, 2, 3))
@@ -89,11 +94,9 @@ def case_elfatt(n):
         return elfatt_attention(*t, num_heads=HEADS, num_global_heads=1, height=side, width=side, window_size=7,
                                 padding=padding)
 
-    def naive(t):
-        q_, k_, v_ = t
-        return torch.cat([ref.efficient_attention_linear(q_[..., :D], k_[..., :D], v_[..., :D], 1),
-                          ref.window_attention(q_[..., D:], k_[..., D:], v_[..., D:], 1, side, side, 7, 7,
-                                               "masked" if padding == "masked" else "zeros")], dim=-1)
+    naive = channel_halves(lambda *t: ref.efficient_attention_linear(*t, 1),
+                           lambda *t: ref.window_attention(*t, 1, side, side, 7, 7,
+                                                           "masked" if padding == "masked" else "zeros"))
     return (q, k, v), ours, naive
 
 
@@ -202,11 +205,8 @@ def cswin_case(n):
     def ours(t):
         return cross_shaped_window_attention(*t, num_heads=HEADS, height=side, width=side, split_size=8)
 
-    def naive(t):
-        q_, k_, v_ = t
-        return torch.cat([ref.window_attention(q_[..., :D], k_[..., :D], v_[..., :D], 1, side, side, side, 8),
-                          ref.window_attention(q_[..., D:], k_[..., D:], v_[..., D:], 1, side, side, 8, side)],
-                         dim=-1)
+    naive = channel_halves(lambda *t: ref.window_attention(*t, 1, side, side, side, 8),
+                           lambda *t: ref.window_attention(*t, 1, side, side, 8, side))
     return (q, k, v), ours, naive
 
 
