@@ -203,7 +203,9 @@ def main(argv=None):
     if args.merge and json_path and os.path.exists(json_path):
         with open(json_path) as handle:
             earlier = json.load(handle)
-        record["targets"] = {name: stats for name, stats in earlier.get("targets", {}).items()}
+        # each target keeps the commit it ran on: a merged file holds runs of several
+        record["targets"] = {name: dict(stats, code=stats.get("code", earlier.get("code")))
+                             for name, stats in earlier.get("targets", {}).items()}
         record["merged_from_seeds"] = sorted(set(earlier.get("merged_from_seeds", [earlier.get("seed")])
                                                  + [args.seed]))
     try:
@@ -227,7 +229,7 @@ def main(argv=None):
         else:
             pool, finished = None, map(_job, jobs)
         for name, stats in finished:
-            record["targets"][name] = stats
+            record["targets"][name] = dict(stats, code=record["code"])
             if "skipped" in stats:
                 continue
             print("{:<24} {:>6} examples {:>5} failures {:>7.1f} s (slowest {:.3f} s)".format(
