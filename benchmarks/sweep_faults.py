@@ -154,20 +154,12 @@ def _sweep_argv(trial, out_dir):
         "--clocks", trial["clocks"], "-o", out_dir]
 
 
-def _default_sigint():
-    """In the sweep process before it starts: SIGINT as a terminal's Ctrl-C delivers it. A script started in the
-    background by a non-interactive shell (``script &``) inherits SIGINT ignored, exec keeps it ignored, and Python
-    then installs no KeyboardInterrupt handler: a SIGINT before the sweep's own handlers would be lost (one trial of
-    the first run on the row journal)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _run(argv, env, signal_at=None, signum=None, after_file=None):
     """Run a sweep process; with ``signal_at`` send ``signum`` that many seconds after the start (or after
     ``after_file`` appeared), if it still runs."""
     started = time.time()
     process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, universal_newlines=True, preexec_fn=_default_sigint)
+                               stderr=subprocess.STDOUT, universal_newlines=True)
     sent = False
     if signal_at is not None:
         while after_file and not os.path.exists(after_file) and process.poll() is None:
@@ -394,6 +386,11 @@ def summarise(results, args, calibrated_s, elapsed):
 
 
 def main(argv=None):
+    # the sweeps must get SIGINT as a terminal's Ctrl-C delivers it: this script started in the background by a
+    # non-interactive shell (``script &``) inherits SIGINT ignored, exec keeps an ignored signal ignored, and Python
+    # then installs no KeyboardInterrupt handler, so a SIGINT before the sweep's own handlers was lost (one trial of
+    # the first run on the row journal). A handler here is reset to the default in every child by exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=230)
     parser.add_argument("--seed", type=int, default=37)
