@@ -521,11 +521,8 @@ __global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads) bloc
 #pragma unroll
                     for (int t = 0; t < Config::kValueTiles; t += 2)
                     {
-                        // matrices: keys low / high half of the step, values of tile t, then of tile t + 1
                         uint32_t b[4];
-                        mma::ldmatrixX4Trans(b,
-                            values + (step * 16 + (matrixLoad & 1) * 8 + rowLoad) * Config::kStride
-                                + (t + (matrixLoad >> 1)) * 8);
+                        blockify::valueFragments<Config::kStride>(b, values, step, t, rowLoad, matrixLoad);
                         mma::FragmentB const first{{b[0], b[1]}};
                         mma::FragmentB const second{{b[2], b[3]}};
                         mma::mmaF16(output[j][t], high, first);

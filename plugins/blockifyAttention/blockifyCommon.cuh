@@ -1,6 +1,6 @@
 /*
- * What the blockify kernels share: the launch parameters, the LePE tap walk and the tensor-core S = Q K^T of one query
- * tile. Three paths use them, one file each:
+ * What the blockify kernels share: the launch parameters, the LePE tap walk, and of the tensor-core products the
+ * S = Q K^T of one query tile and the V fragments of P V. Three paths use them, one file each:
  *   blockifyAttentionKernel.cu   the scalar kernel (every arch, FP32 and FP16; the sm_53 path and the reference),
  *                                the one-warp-per-unit tensor-core kernel and the C ABI launcher that picks a path
  *   blockifyFlash.cuh            the pipelined tensor-core kernel (sm_80+, FP16): a CTA of warps sharing cp.async-
@@ -114,6 +114,18 @@ __device__ __forceinline__ void queryKeyScores(mma::FragmentC (&score)[kKeyTiles
             mma::mmaF16(score[t + 1], query[step], mma::FragmentB{{b[2], b[3]}});
         }
     }
+}
+
+//! The B fragments of O += P V for n tiles t and t + 1 (output columns 8 t .. 8 t + 15) of k block `step` (keys
+//! 16 step .. 16 step + 15), from the staged value rows (kStride halves apart): b[0], b[1] of tile t, b[2], b[3] of
+//! tile t + 1, one ldmatrix.x4.trans.
+template <int kStride>
+__device__ __forceinline__ void valueFragments(
+    uint32_t (&b)[4], __half const* values, int step, int t, int rowLoad, int matrixLoad)
+{
+    // matrices: keys low / high half of the step, values of n tile t, then of n tile t + 1
+    mma::ldmatrixX4Trans(
+        b, values + (step * 16 + (matrixLoad & 1) * 8 + rowLoad) * kStride + (t + (matrixLoad >> 1)) * 8);
 }
 #endif // EDGEATTN_MMA_AVAILABLE
 

@@ -327,11 +327,8 @@ __global__ void __launch_bounds__(BlockifyFlashConfig<kHeadDimPad>::kMaxThreads)
 #pragma unroll
                 for (int t = 0; t < Config::kValueTiles; t += 2)
                 {
-                    // matrices: keys low / high half of the step, values of n tile t, then of n tile t + 1
                     uint32_t b[4];
-                    mma::ldmatrixX4Trans(b,
-                        values + (step * 16 + (matrixLoad & 1) * 8 + rowLoad) * Config::kStride
-                            + (t + (matrixLoad >> 1)) * 8);
+                    valueFragments<Config::kStride>(b, values, step, t, rowLoad, matrixLoad);
                     mma::mmaF16(output[t], weights, mma::FragmentB{{b[0], b[1]}});
                     mma::mmaF16(output[t + 1], weights, mma::FragmentB{{b[2], b[3]}});
                 }

@@ -7,6 +7,7 @@ from emulation import build_emulated
 
 EMULATOR = build_emulated.EMULATOR_MUTATION_PATH
 FLASH = "blockifyAttention/blockifyFlash.cuh"
+BLOCKIFY_COMMON = "blockifyAttention/blockifyCommon.cuh"
 
 #: id -> (what the bug is, its mutations)
 BUGS = {
@@ -14,10 +15,10 @@ BUGS = {
     1: ("flash: missing cp.async wait",
         ((FLASH, "        async::wait<1>(); // this thread's copies of tile t have landed\n",
           "        if (!::cuda_emu::plantedBug(1)) async::wait<1>(); // planted\n"),)),
-    # V fragments loaded like K (no transpose)
+    # V fragments loaded like K (no transpose; in valueFragments, which the flash kernel shares with the warp kernel)
     2: ("flash: V without ldmatrix.trans",
-        ((FLASH, "                    mma::ldmatrixX4Trans(b,\n",
-          "                    (::cuda_emu::plantedBug(2) ? mma::ldmatrixX4 : mma::ldmatrixX4Trans)(b, // planted\n"),)),
+        ((BLOCKIFY_COMMON, "    mma::ldmatrixX4Trans(\n",
+          "    (::cuda_emu::plantedBug(2) ? mma::ldmatrixX4 : mma::ldmatrixX4Trans)( // planted\n"),)),
     # a warp refills the ring stage the others still read
     3: ("flash: missing barrier before a ring stage is refilled",
         ((FLASH, "        __syncthreads(); // every warp is done with this stage before the next iteration refills it\n",
