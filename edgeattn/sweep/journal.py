@@ -62,7 +62,7 @@ def _complete_lines(path):
 def _check_header(path, line):
     try:
         header = json.loads(line.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: json's reader, for arrays nested thousands deep
         header = None
     if not isinstance(header, dict) or header.get("schema") != JOURNAL_SCHEMA:
         raise EdgeAttnError("{} is not an edgeattn sweep row journal (its first line must be {})".format(

@@ -354,3 +354,17 @@ def test_profile_l4t_pattern_of_thousands_of_digits_matches_nothing():
     profile.software_for(huge)  # a release of thousands of digits returns too
     assert not profiles._l4t_matches(huge + ".x", "36.4.3")
     assert profiles._l4t_matches("36.0-" + huge, "36.4.3")
+
+
+# -- the sweep's row journal: a first line nested thousands deep ---------------------------------------------------
+def test_row_journal_with_a_deeply_nested_first_line_is_one_line(tmp_path):
+    """Found by benchmarks/fuzz.py (sweep.rows): the header check let json's RecursionError through."""
+    from edgeattn.sweep import journal
+
+    path = tmp_path / journal.JOURNAL_FILE
+    path.write_bytes(b"[" * 20000 + b"\n")
+    with pytest.raises(EdgeAttnError, match="is not an edgeattn sweep row journal") as caught:
+        list(journal.read_rows(str(path)))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(EdgeAttnError, match="is not an edgeattn sweep row journal"):
+        journal.RowJournal(str(path)).append({"model": "m"})  # the next append checks the header the same way
