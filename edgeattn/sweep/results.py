@@ -129,8 +129,7 @@ class ResultStore(object):
         self.out_dir = out_dir
         self.context = dict(context or {})
         self.journal = RowJournal(os.path.join(out_dir, JOURNAL_FILE))
-        self.count = 0
-        self._keys = set()
+        self.count = 0  # rows in the journal (the store keeps no row and no key: memory stays flat)
         self.skipped = []
         self.notes = []
         self.restore = None
@@ -155,33 +154,32 @@ class ResultStore(object):
             previous = data.get("rows", [])
             self.skipped = list(data.get("skipped", []))
             self.notes = list(data.get("notes", []))
-        for row in self.journal.rows(key=row_key, problem=resumable_row_problem):
-            self._keys.add(row_key(row))
-        self.count = len(self._keys)
+        keys = set(row_key(row) for row in self.journal.rows(key=row_key, problem=resumable_row_problem))
+        self.count = len(keys)
         for row in previous:
-            if row_key(row) not in self._keys:
+            if row_key(row) not in keys:
                 self.add(row)
+                keys.add(row_key(row))
         return self.count
 
-    def done_keys(self):
-        return set(self._keys)
-
-    def is_done(self, key):
-        """Whether the measurement ``key`` (:func:`row_key`) is in the journal."""
-        return key in self._keys
+    def done_keys(self, mode_id=None):
+        """The keys (:func:`row_key`) of the measurements in the journal, of one mode or all, read from the journal
+        (the sweep asks once per mode: nothing it keeps grows with the rows; :meth:`load_existing` has checked
+        the rows of a resumed journal)."""
+        return set(key for key in (row_key(row) for row in self.journal.rows())
+                   if mode_id is None or key[1] == mode_id)
 
     def add(self, row):
-        """Append ``row`` to the journal (on disk when this returns); a row already there is not added again."""
-        key = row_key(row)
-        if key in self._keys:
-            return
+        """Append ``row``, a measurement not in the journal yet, to it (on disk when this returns). The sweep adds
+        each measurement once (a failed append leaves nothing and the row stays to be added again), and
+        :meth:`load_existing` only the rows the journal lacks, so the journal never holds a measurement twice."""
         self.journal.append(row)
-        self._keys.add(key)
         self.count += 1
 
     def iter_rows(self):
-        """The rows, read back from the journal one at a time, in the order they were measured."""
-        return self.journal.rows(key=row_key)
+        """The rows, read back from the journal one at a time, in the order they were measured (no set of keys is
+        built: the journal holds each measurement once, see :meth:`add`)."""
+        return self.journal.rows()
 
     @property
     def rows(self):

@@ -465,7 +465,7 @@ def _nothing():
 def _execute(controller, store, state, plan, variants, options, original, bench, builder, profile, root, echo):
     out_dir = store.out_dir
     total = len(plan) * len(variants) * options["repeats"]
-    already = sum(1 for key in store.done_keys() if key[1] in [m.id for m in plan])
+    already = sum(1 for key in store.done_keys() if key[1] in [m.id for m in plan])  # once, at the start
     # seconds per measurement (the last ETA_WINDOW: memory must not grow with the sweep); per mode for switching,
     # locking and settling
     timings, mode_overheads = collections.deque(maxlen=ETA_WINDOW), []
@@ -490,8 +490,9 @@ def _execute(controller, store, state, plan, variants, options, original, bench,
             for index, mode in enumerate(plan):
                 if mode.id in state.get("done_modes", []):
                     continue
+                finished = store.done_keys(mode.id)
                 todo = [(v, r) for v in variants for r in range(1, options["repeats"] + 1)
-                        if not store.is_done((v["model"]["path"], mode.id, v["precision"], r))]
+                        if (v["model"]["path"], mode.id, v["precision"], r) not in finished]
                 if not todo:
                     state["done_modes"].append(mode.id)
                     continue
