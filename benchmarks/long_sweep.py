@@ -149,11 +149,24 @@ def main(argv=None):
         with open(os.path.join(base, "sweep.log")) as handle:
             tail = handle.read()[-2000:]
         state = board.state()
-        steady = [s for s in samples if s["measurements"] >= planned / 10.0]
+        # the slopes are of the measuring: the samples after the last measurement (results.json written, the board
+        # restored, the process exiting) are left out
+        measuring = [s for s in samples if s["measurements"] < planned]
+        steady = [s for s in measuring if s["measurements"] >= planned / 10.0]
         rss_slope, _ = _fit([(s["measurements"], s["rss_kib"]) for s in steady])
         # the sweep keeps the samples of the last minute (runner.KEEP_SAMPLES_S): RSS rises while that fills
-        late_half = [s for s in samples if s["measurements"] >= planned / 2.0]
+        late_half = [s for s in measuring if s["measurements"] >= planned / 2.0]
         rss_late_slope, _ = _fit([(s["measurements"], s["rss_kib"]) for s in late_half])
+        # within each mode (results.json and .csv are written between modes, a step of its own)
+        per_mode = planned // len(MODES)
+        within_modes = []
+        for index in range(len(MODES)):
+            inside = [s for s in measuring if index * per_mode < s["measurements"] < (index + 1) * per_mode]
+            slope, _ = _fit([(s["measurements"], s["rss_kib"]) for s in inside])
+            within_modes.append({"mode": MODES[index], "samples": len(inside),
+                                 "rss_kib_min": min(s["rss_kib"] for s in inside) if inside else None,
+                                 "rss_kib_max": max(s["rss_kib"] for s in inside) if inside else None,
+                                 "rss_slope_kib_per_measurement": round(slope, 3) if slope is not None else None})
         fd_slope, _ = _fit([(s["measurements"], s["fds"]) for s in steady])
         rss_time_slope, _ = _fit([(s["t_s"], s["rss_kib"]) for s in steady])
         row_bytes = (len(json.dumps(rows)) / len(rows)) if rows else None
@@ -179,6 +192,7 @@ def main(argv=None):
             "rss_slope_kib_per_measurement": round(rss_slope, 3) if rss_slope is not None else None,
             "rss_slope_kib_per_measurement_second_half": round(rss_late_slope, 3) if rss_late_slope is not None
             else None,
+            "rss_within_modes": within_modes,
             "rss_slope_kib_per_minute": round(rss_time_slope * 60, 1) if rss_time_slope is not None else None,
             "fd_slope_per_1000_measurements": round(fd_slope * 1000, 3) if fd_slope is not None else None,
             "row_json_kib": round(row_bytes / 1024.0, 3) if row_bytes else None,
@@ -196,7 +210,7 @@ def main(argv=None):
                 handle.write("\n")
         summary = {k: record[k] for k in ("measurements", "elapsed_s", "rss_kib", "fds",
                                           "rss_slope_kib_per_measurement",
-                                          "rss_slope_kib_per_measurement_second_half",
+                                          "rss_slope_kib_per_measurement_second_half", "rss_within_modes",
                                           "fd_slope_per_1000_measurements",
                                           "row_json_kib", "row_python_kib", "seconds_per_measurement",
                                           "board_restored")}
