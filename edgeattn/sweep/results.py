@@ -183,8 +183,9 @@ class ResultStore(object):
 
     @property
     def rows(self):
-        """Every row as a list (read from the journal: for callers that want them at once, after the sweep)."""
-        return list(self.iter_rows())
+        """Every row, read from the journal (for callers that want them at once, after the sweep). A tuple: a row
+        is added with :meth:`add`, and ``rows.append`` fails instead of changing a copy."""
+        return tuple(self.iter_rows())
 
     def skip(self, entry):
         if entry not in self.skipped:

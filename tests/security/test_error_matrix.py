@@ -29,7 +29,7 @@ def _results_store(directory):
     for model, fps in (("m1", 10.0), ("m2", 20.0)):
         for repeat in (1, 2):
             latency = 1000.0 / fps
-            store.rows.append({
+            store.add({
                 "model": model, "model_key": "/models/{}.onnx".format(model), "model_path": "/models/x.onnx",
                 "precision": "fp32", "precision_requested": "fp32", "mode_id": 1, "mode_name": "1 thread",
                 "mode_budget_w": None, "mode_threads": 1, "threads": 1, "repeat": repeat, "backend": "onnxruntime",

@@ -40,7 +40,7 @@ def test_each_row_is_one_line_on_disk_and_nothing_is_rewritten(tmp_path, monkeyp
         assert json.loads(lines[0].decode()) == {"schema": journal.JOURNAL_SCHEMA}
         assert [json.loads(line.decode()) for line in lines[1:-1]] == rows[:index] and lines[-1] == b""
     assert not rewrites and len(synced) >= 3  # every row fsync'd, no whole-file rewrite
-    assert store.count == 3 and store.rows == rows
+    assert store.count == 3 and list(store.rows) == rows
     store.save()
     assert results.load_results(str(tmp_path))["rows"] == rows
 
@@ -78,10 +78,10 @@ def test_a_failed_append_leaves_neither_the_row_nor_a_part_of_it(tmp_path, monke
     monkeypatch.setattr(journal, "_write_all", failing)
     with pytest.raises(OutputError, match="rows.jsonl: " + os.strerror(code)):
         store.add(_row(2))
-    assert store.count == 1 and store.rows == [_row(1)]
+    assert store.count == 1 and list(store.rows) == [_row(1)]
     assert _lines(store.journal.path)[-1] == b""  # no half line left for the next append to follow
     store.add(_row(2))
-    assert store.rows == [_row(1), _row(2)] and len(_lines(store.journal.path)) == 4
+    assert list(store.rows) == [_row(1), _row(2)] and len(_lines(store.journal.path)) == 4
 
 
 def test_a_journal_that_cannot_be_cut_back_takes_no_more_rows(tmp_path, monkeypatch):
