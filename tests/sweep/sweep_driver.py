@@ -20,11 +20,25 @@ import stubbench  # noqa: E402
 from edgeattn.jetson import ina3221, tegrastats  # noqa: E402
 from edgeattn.sweep import runner  # noqa: E402
 
+class _CountedCalls(object):
+    """The stub benchmark's call log, counted and not kept: benchmarks/long_sweep.py measures this process's memory,
+    which must not grow with a test stub's log (a dict per measurement)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def append(self, call):
+        self.count += 1
+
+    def __len__(self):
+        return self.count
+
+
 if os.environ.get("SWEEP_DRIVER_BENCH") != "real":
     fail_at = os.environ.get("STUB_BENCH_FAIL_AT")
     hold_file = os.environ.get("STUB_BENCH_HOLD_FILE")
-    runner.default_bench = lambda: stubbench.make_bench(fail_at=int(fail_at) if fail_at else None,
-                                                        hold_file=hold_file)
+    runner.default_bench = lambda: stubbench.make_bench(calls=_CountedCalls(), hold_file=hold_file,
+                                                        fail_at=int(fail_at) if fail_at else None)
     runner.default_engine_builder = lambda plugin_mode=None: stubbench.fake_engine_builder
     # the stub models are placeholders, not ONNX: only a readability check
     runner.default_model_check = lambda *a, **k: runner._basic_model_check
