@@ -8,7 +8,8 @@
  *
  * Scalar kernel: one thread block per (window, head, batch). Each thread owns one query row of the window: its q (pre-scaled
  * by scale * log2e) and its FP32 output accumulator live in registers, and the block streams the window's keys
- * and values through shared memory in tiles of kKeyTile rows (FP32). Every thread reads the same key row at a
+ * and values through shared memory in tiles of kKeyTile rows (FP32). With head_dim 128 the accumulator is built in
+ * two passes of 64 channels (BlockifyConfig::kValueParts), so that q and the accumulator fit the registers. Every thread reads the same key row at a
  * time, so shared-memory reads are broadcasts. The softmax is online (running max, running sum; the max is
  * subtracted before every exp). Windows of any size work (queries are processed in chunks of blockDim.x), and
  * shared memory stays below 48 KB for head_dim <= 128, so the kernel runs on sm_53 unchanged.
@@ -42,16 +43,27 @@ struct BlockifyConfig
 {
     // Key rows staged per tile: keys + values take 2 * kKeyTile * kMaxHeadDim * 4 bytes (32 KB at most).
     static constexpr int kKeyTile = kMaxHeadDim <= 64 ? 64 : 32;
+    // Output channels accumulated per pass over the window's keys. With head_dim 128, q (128 floats) and a full
+    // accumulator (128 floats) do not fit 255 registers and ptxas spilled 144-152 bytes per thread; two passes of
+    // 64 channels each recompute the scores (same order, so the same max, sum and bits) and stay in registers.
+    static constexpr int kValueParts = kMaxHeadDim > 64 ? 2 : 1;
+    static constexpr int kPartDim = kMaxHeadDim / kValueParts;
 };
 
 /*
  * kMaxHeadDim: compile-time register budget; kExact: head_dim == kMaxHeadDim, so loops need no bound checks.
+ * Launch bounds (256 threads, 1 CTA per SM): with the thread bound alone ptxas capped some head_dim 16-32
+ * variants at 64-128 registers and spilled 8 bytes; one CTA per SM lets it use up to 255. The variants that fit
+ * twice or more per SM still do (head_dim 16: 70-76 registers, 3 CTAs; head_dim 32: 119-128, 2 CTAs, except FP32
+ * with head_dim < 32 on sm_90: 147, 1 CTA).
  */
 template <typename T, int kMaxHeadDim, bool kExact>
-__global__ void __launch_bounds__(256) blockifyAttentionKernel(BlockifyParams const p)
+__global__ void __launch_bounds__(256, 1) blockifyAttentionKernel(BlockifyParams const p)
 {
     using Config = BlockifyConfig<kMaxHeadDim>;
     constexpr int kKeyTile = Config::kKeyTile;
+    constexpr int kValueParts = Config::kValueParts;
+    constexpr int kPartDim = Config::kPartDim;
 
     __shared__ float4 keysStorage[kKeyTile * kMaxHeadDim / 4];
     __shared__ float4 valuesStorage[kKeyTile * kMaxHeadDim / 4];
@@ -86,125 +98,139 @@ __global__ void __launch_bounds__(256) blockifyAttentionKernel(BlockifyParams co
         int64_t const queryToken = static_cast<int64_t>(qy) * p.width + qx;
 
         float qReg[kMaxHeadDim];
-        float acc[kMaxHeadDim];
 #pragma unroll
         for (int c = 0; c < kMaxHeadDim; ++c)
         {
             qReg[c] = 0.0F;
-            acc[c] = 0.0F;
             if (active && (kExact || c < d))
             {
                 qReg[c] = loadFloat(qPtr, queryToken * p.channels + c) * p.scaleLog2;
             }
         }
-        float runningMax = -INFINITY; // in log2 units
-        float runningSum = 0.0F;
 
-        for (int keyBase = 0; keyBase < windowTokens; keyBase += kKeyTile)
+#pragma unroll 1
+        for (int part = 0; part < kValueParts; ++part)
         {
-            int const keyCount = min(kKeyTile, windowTokens - keyBase);
-            __syncthreads(); // the previous tile is no longer read
-            for (int index = threadIdx.x; index < keyCount * d; index += blockDim.x)
+            // Channels [partBase, partBase + kPartDim) of the output. The part count is the same for every
+            // thread of the block, so the barriers below stay uniform.
+            int const partBase = part * kPartDim;
+            if (!kExact && partBase >= d)
             {
-                int const j = index / d;
-                int const c = index - j * d;
-                int const key = keyBase + j;
-                int const ky = y0 + key / ws;
-                int const kx = x0 + key % ws;
-                bool const inside = ky < p.height && kx < p.width;
-                int64_t const offset = (static_cast<int64_t>(ky) * p.width + kx) * p.channels + c;
-                keys[j * d + c] = inside ? loadFloat(kPtr, offset) : 0.0F;
-                values[j * d + c] = inside ? loadFloat(vPtr, offset) : 0.0F;
-                if (c == 0)
-                {
-                    keyInside[j] = inside ? 1 : 0;
-                }
+                break;
             }
-            __syncthreads();
-            if (active)
-            {
-                for (int j = 0; j < keyCount; ++j)
-                {
-                    if (masked && keyInside[j] == 0)
-                    {
-                        continue;
-                    }
-                    float const* keyRow = keys + j * d;
-                    float score = 0.0F;
+            float acc[kPartDim];
 #pragma unroll
-                    for (int c = 0; c < kMaxHeadDim; ++c)
+            for (int c = 0; c < kPartDim; ++c)
+            {
+                acc[c] = 0.0F;
+            }
+            float runningMax = -INFINITY; // in log2 units
+            float runningSum = 0.0F;
+
+            for (int keyBase = 0; keyBase < windowTokens; keyBase += kKeyTile)
+            {
+                int const keyCount = min(kKeyTile, windowTokens - keyBase);
+                __syncthreads(); // the previous tile is no longer read
+                // Rows of kMaxHeadDim floats, zero beyond head_dim: the dot products below need no bound checks
+                // (q is zero there too, so the extra terms add exact zeros) and read aligned float4s.
+                for (int index = threadIdx.x; index < keyCount * kMaxHeadDim; index += blockDim.x)
+                {
+                    int const j = index / kMaxHeadDim;
+                    int const c = index % kMaxHeadDim;
+                    int const key = keyBase + j;
+                    int const ky = y0 + key / ws;
+                    int const kx = x0 + key % ws;
+                    bool const inside = ky < p.height && kx < p.width;
+                    bool const load = inside && (kExact || c < d);
+                    int64_t const offset = (static_cast<int64_t>(ky) * p.width + kx) * p.channels + c;
+                    keys[index] = load ? loadFloat(kPtr, offset) : 0.0F;
+                    values[index] = load ? loadFloat(vPtr, offset) : 0.0F;
+                    if (c == 0)
                     {
-                        if (kExact || c < d)
-                        {
-                            score = fmaf(qReg[c], keyRow[c], score);
-                        }
+                        keyInside[j] = inside ? 1 : 0;
                     }
-                    if (score > runningMax)
+                }
+                __syncthreads();
+                if (active)
+                {
+                    for (int j = 0; j < keyCount; ++j)
                     {
-                        // exp2(-inf) = 0 on the first key: the empty accumulator stays empty.
-                        float const correction = exp2f(runningMax - score);
-                        runningSum *= correction;
+                        if (masked && keyInside[j] == 0)
+                        {
+                            continue;
+                        }
+                        float const* keyRow = keys + j * kMaxHeadDim;
+                        float score = 0.0F;
 #pragma unroll
                         for (int c = 0; c < kMaxHeadDim; ++c)
                         {
-                            acc[c] *= correction;
+                            score = fmaf(qReg[c], keyRow[c], score);
                         }
-                        runningMax = score;
-                    }
-                    float const weight = exp2f(score - runningMax);
-                    runningSum += weight;
-                    float const* valueRow = values + j * d;
+                        if (score > runningMax)
+                        {
+                            // exp2(-inf) = 0 on the first key: the empty accumulator stays empty.
+                            float const correction = exp2f(runningMax - score);
+                            runningSum *= correction;
 #pragma unroll
-                    for (int c = 0; c < kMaxHeadDim; ++c)
-                    {
-                        if (kExact || c < d)
+                            for (int c = 0; c < kPartDim; ++c)
+                            {
+                                acc[c] *= correction;
+                            }
+                            runningMax = score;
+                        }
+                        float const weight = exp2f(score - runningMax);
+                        runningSum += weight;
+                        float const* valueRow = values + j * kMaxHeadDim + partBase;
+#pragma unroll
+                        for (int c = 0; c < kPartDim; ++c)
                         {
                             acc[c] = fmaf(weight, valueRow[c], acc[c]);
                         }
                     }
                 }
             }
-        }
 
-        if (active)
-        {
-            // Every window holds at least one real key (its top-left token), so runningSum >= 1.
-            float const inverseSum = 1.0F / runningSum;
-#pragma unroll
-            for (int c = 0; c < kMaxHeadDim; ++c)
+            if (active)
             {
-                acc[c] *= inverseSum;
-            }
-            if (p.lepeWeight != nullptr)
-            {
-                T const* __restrict__ weight = static_cast<T const*>(p.lepeWeight) + channelOffset * 9;
-                T const* __restrict__ bias = static_cast<T const*>(p.lepeBias) + channelOffset;
+                // Every window holds at least one real key (its top-left token), so runningSum >= 1.
+                float const inverseSum = 1.0F / runningSum;
 #pragma unroll
-                for (int c = 0; c < kMaxHeadDim; ++c)
+                for (int c = 0; c < kPartDim; ++c)
                 {
-                    if (kExact || c < d)
-                    {
-                        acc[c] += loadFloat(bias, c);
-                    }
+                    acc[c] *= inverseSum;
                 }
-                forEachLepeTap(p, qy, qx, y0, x0, [&](int tap, int ny, int nx) {
-                    int64_t const neighbour = (static_cast<int64_t>(ny) * p.width + nx) * p.channels;
+                if (p.lepeWeight != nullptr)
+                {
+                    T const* __restrict__ weight = static_cast<T const*>(p.lepeWeight) + (channelOffset + partBase) * 9;
+                    T const* __restrict__ bias = static_cast<T const*>(p.lepeBias) + channelOffset + partBase;
 #pragma unroll
-                    for (int c = 0; c < kMaxHeadDim; ++c)
+                    for (int c = 0; c < kPartDim; ++c)
                     {
-                        if (kExact || c < d)
+                        if (kExact || partBase + c < d)
                         {
-                            acc[c] = fmaf(loadFloat(weight, c * 9 + tap), loadFloat(vPtr, neighbour + c), acc[c]);
+                            acc[c] += loadFloat(bias, c);
                         }
                     }
-                });
-            }
+                    forEachLepeTap(p, qy, qx, y0, x0, [&](int tap, int ny, int nx) {
+                        int64_t const neighbour = (static_cast<int64_t>(ny) * p.width + nx) * p.channels + partBase;
 #pragma unroll
-            for (int c = 0; c < kMaxHeadDim; ++c)
-            {
-                if (kExact || c < d)
+                        for (int c = 0; c < kPartDim; ++c)
+                        {
+                            if (kExact || partBase + c < d)
+                            {
+                                acc[c] = fmaf(
+                                    loadFloat(weight, c * 9 + tap), loadFloat(vPtr, neighbour + c), acc[c]);
+                            }
+                        }
+                    });
+                }
+#pragma unroll
+                for (int c = 0; c < kPartDim; ++c)
                 {
-                    outPtr[queryToken * p.channels + c] = fromFloat<T>(acc[c]);
+                    if (kExact || partBase + c < d)
+                    {
+                        outPtr[queryToken * p.channels + partBase + c] = fromFloat<T>(acc[c]);
+                    }
                 }
             }
         }
@@ -331,11 +357,14 @@ __device__ __forceinline__ void stageKeyChunk(BlockifyParams const& p, __half co
 /*
  * kTilesPerPass: query tiles carried through each staged key chunk together (their accumulators in registers).
  * 4 (a whole unit) when the window needs several chunks and head_dim <= 32, so each chunk is staged once per unit
- * instead of once per tile, at the price of 4 x 16 accumulator floats and 4 x 8 Q registers (255 registers, a few
- * spilled); 1 for windows that fit one chunk (staged once anyway; 164 registers: more warps per SM).
+ * instead of once per tile, at the price of 4 x 16 accumulator floats and 4 x 8 Q registers (241-247 registers);
+ * 1 for windows that fit one chunk (staged once anyway; 107-143 registers with head_dim <= 64: more warps per SM).
+ * Launch bounds (128 threads, 1 CTA per SM): with the thread bound alone ptxas aimed at more CTAs per SM, capped
+ * several variants at 96-128 registers and spilled 8-56 bytes; with one CTA per SM declared it gives each the
+ * registers it needs, no spills on sm_80/87/90 (and the variants still fit 2-4 CTAs per SM).
  */
 template <int kHeadDimPad, int kTilesPerPass>
-__global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads) blockifyMmaKernel(BlockifyParams const p)
+__global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads, 1) blockifyMmaKernel(BlockifyParams const p)
 {
 #if EDGEATTN_MMA_AVAILABLE
     using Config = BlockifyMmaConfig<kHeadDimPad>;
@@ -538,24 +567,39 @@ __global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads) bloc
 #pragma unroll
         for (int j = 0; j < kPass; ++j)
         {
+            float inverseSum[2];
 #pragma unroll
             for (int r = 0; r < 2; ++r)
             {
                 // all lanes take part in the quad sums, also for padded rows and tiles
                 runningSum[j][r] += __shfl_xor_sync(0xffffffffU, runningSum[j][r], 1);
                 runningSum[j][r] += __shfl_xor_sync(0xffffffffU, runningSum[j][r], 2);
-                int64_t const queryToken = rowToken[j][r];
-                if (queryToken < 0)
-                {
-                    continue; // padded rows are cropped
-                }
-                int const qy = static_cast<int>(queryToken / p.width);
-                int const qx = static_cast<int>(queryToken - static_cast<int64_t>(qy) * p.width);
                 // every window holds at least one real key (its top-left token), so the sum is >= 1
-                float const inverseSum = 1.0F / runningSum[j][r];
+                inverseSum[r] = 1.0F / runningSum[j][r];
+            }
+            // A loop, not unrolled: unrolled over the value tiles with the LePE taps inside, the head_dim-128 body
+            // kept 64-bit addresses of every tile across the key loop and spilled them (264-280 bytes). Each step
+            // takes tile 0 and shifts the others down one place, so the fragments stay in registers (an array
+            // indexed at run time would live in local memory).
+#pragma unroll 1
+            for (int t = 0; t < Config::kValueTiles; ++t)
+            {
+                mma::FragmentC const tile = output[j][0];
 #pragma unroll
-                for (int t = 0; t < Config::kValueTiles; ++t)
+                for (int u = 0; u + 1 < Config::kValueTiles; ++u)
                 {
+                    output[j][u] = output[j][u + 1];
+                }
+#pragma unroll
+                for (int r = 0; r < 2; ++r)
+                {
+                    int64_t const queryToken = rowToken[j][r];
+                    if (queryToken < 0)
+                    {
+                        continue; // padded rows are cropped
+                    }
+                    int const qy = static_cast<int>(queryToken / p.width);
+                    int const qx = static_cast<int>(queryToken - static_cast<int64_t>(qy) * p.width);
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
                     {
@@ -564,7 +608,7 @@ __global__ void __launch_bounds__(BlockifyMmaConfig<kHeadDimPad>::kThreads) bloc
                         {
                             continue;
                         }
-                        float acc = output[j][t].x[2 * r + e] * inverseSum;
+                        float acc = tile.x[2 * r + e] * inverseSum[r];
                         if (p.lepeWeight != nullptr)
                         {
                             __half const* __restrict__ weight

@@ -621,18 +621,6 @@ REGISTERS_PER_SM = 65536
 STATIC_SHARED_LIMIT = 48 * 1024
 #: CUDA's largest block: the size a kernel without __launch_bounds__ must be launchable at (ptxas's assumption)
 DEFAULT_BLOCK_THREADS = 1024
-#: kernels that use local memory today (mangled-name fragment -> the most stack-frame bytes over sm_80/87/90, as the
-#: CI build has them), until their rewrite removes it (issue 33 item 1: no local-memory spills). plugins/README.md
-#: gives the spills of the tensor-core blockify kernel (head_dim 128: ~260 bytes; four tiles: 24-48); the scalar
-#: head_dim-128 blockify kernel and SOFT's scalar pass 1 / Newton kernels keep small per-thread arrays there. A new
-#: kernel or instantiation with local memory fails, and so does an entry that is no longer needed.
-KNOWN_LOCAL_MEMORY = {
-    "blockifyMmaKernelILi128ELi1E": 280, "blockifyMmaKernelILi64ELi1E": 48, "blockifyMmaKernelILi32ELi1E": 16,
-    "blockifyMmaKernelILi32ELi4E": 48, "blockifyMmaKernelILi16ELi4E": 48,
-    "blockifyAttentionKernelI6__halfLi128ELb0E": 152, "blockifyAttentionKernelIfLi128ELb0E": 144,
-    "softPass1KernelI6__halfE": 24, "softPass1KernelIfE": 24,
-    "softNewtonKernelI6__halfLb0E": 16, "softNewtonKernelIfLb0E": 16,
-}
 
 
 def resource_usage(cuobjdump, library):
@@ -674,12 +662,12 @@ def test_ptxas_resource_usage_fits_the_declared_budgets(kernels_build, cuobjdump
     """Per kernel on sm_80, sm_87 and sm_90 (ptxas's allotment in the CI build, read with cuobjdump): a block of the
     size its __launch_bounds__ declares (1024 threads without) fits the register file (registers x threads <= 64K,
     so no launch at the declared size fails for resources), static shared memory <= 48 KB, and no local memory
-    (stack frame and local bytes 0; ptxas spills into the stack frame, so 0 means 0 spill bytes), but for
-    KNOWN_LOCAL_MEMORY within its bytes."""
+    (stack frame and local bytes 0; ptxas spills into the stack frame, so 0 means 0 spill bytes; issue 33 item 1)
+    in any kernel."""
     library = kernels_build["library"]
     usage = resource_usage(cuobjdump, library)
     assert set(BUDGET_ARCHS) <= set(usage), sorted(usage)
-    problems, still_needed = [], set()
+    problems = []
     for arch in BUDGET_ARCHS:
         bounds = launch_bounds(cuobjdump, library, arch)
         kernels = {name: values for name, values in usage[arch].items() if "Kernel" in name}
@@ -692,15 +680,10 @@ def test_ptxas_resource_usage_fits_the_declared_budgets(kernels_build, cuobjdump
             if values["SHARED"] > STATIC_SHARED_LIMIT:
                 problems.append("{}: {} bytes of static shared memory > 48 KB".format(label, values["SHARED"]))
             local = max(values["STACK"], values["LOCAL"])
-            allowed = [limit for pattern, limit in KNOWN_LOCAL_MEMORY.items() if pattern in name]
-            if local and not (allowed and local <= allowed[0]):
+            if local:
                 problems.append("{}: {} bytes of local memory (stack {}, local {})".format(
                     label, local, values["STACK"], values["LOCAL"]))
-            if local and allowed:
-                still_needed.update(pattern for pattern in KNOWN_LOCAL_MEMORY if pattern in name)
     assert not problems, "\n".join(problems)
-    assert still_needed == set(KNOWN_LOCAL_MEMORY), "no longer spilling: {}".format(
-        sorted(set(KNOWN_LOCAL_MEMORY) - still_needed))
 
 
 #: SOFT's GEMM-tiled Newton-Raphson products (softKernelAttention/softNewtonGemm.cuh): 128 threads and 4 CTAs per SM
