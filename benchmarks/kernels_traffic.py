@@ -44,6 +44,10 @@ WARP_PATH_OPS = ("blockify_attention", "soft_kernel_attention")
 #: issue 33's target for the memory-bound (linear) ops
 MEMORY_BOUND_OPS = ("efficient_attention", "lite_mla", "lite_mla_qt")
 TARGET = {"max_bytes_over_compulsory": 1.3, "max_launches": 2}
+#: SMs of the emulated GPU: the Jetson AGX Orin's 16 (2048 CUDA cores, 128 per Ampere SM; NVIDIA's Jetson AGX Orin
+#: data sheet). The persistent output pass launches one wave of blocks, each reading the context of every head it
+#: touches, so its count matters; the emulator's own default (1 SM) would understate that.
+MULTIPROCESSORS = 16
 
 
 class UsageError(Exception):
@@ -63,12 +67,17 @@ def parse_args(argv=None):
     parser.add_argument("--ops", nargs="+", choices=kernel_cases.STAGE_OPS, default=list(kernel_cases.STAGE_OPS))
     parser.add_argument("--paths", nargs="+", choices=sorted(PATHS), default=sorted(PATHS))
     parser.add_argument("--batch", type=int, default=1, help="batch of every call (traffic scales with it)")
+    parser.add_argument("--multiprocessors", type=int, default=MULTIPROCESSORS,
+                        help="SMs of the emulated GPU, which the persistent passes fill (default %(default)s: "
+                             "the AGX Orin's; the H200 has 132)")
     parser.add_argument("--max-landmarks", type=int, default=None,
                         help="skip SOFT cases with more landmarks (recorded as skipped: the emulated Newton-Raphson "
                              "steps cost M^3 each)")
     parser.add_argument("--library", help="the emulated kernels library (default: build_emulated's cached build)")
     parser.add_argument("--json", dest="out", default=DEFAULT_OUT)
     args = parser.parse_args(argv)
+    if args.multiprocessors < 1:
+        raise UsageError("--multiprocessors must be positive")
     if args.batch < 1:
         raise UsageError("--batch must be positive")
     return args
@@ -126,12 +135,14 @@ def call(kernels, numpy, op, stage, batch):
     return [q.size, landmarks.size, v.size], [out.size]
 
 
-def measure(kernels, numpy, op, stage, batch, path):
-    """One result: the call's launches and traffic against its compulsory bytes."""
+def measure(kernels, numpy, op, stage, batch, path, multiprocessors=MULTIPROCESSORS):
+    """One result: the call's launches and traffic against its compulsory bytes, on an emulated GPU of
+    `multiprocessors` SMs (the persistent passes size their grids to it, and each block reads what it stages)."""
     from edgeattn import cost
 
     kernels.reset()
-    kernels.set_compute_capability(*PATHS[path])  # sm_80+: the tensor-core kernels forced (emulated_kernels.py)
+    kernels.set_compute_capability(*PATHS[path])
+    kernels.set_multiprocessor_count(multiprocessors)  # sm_80+: the tensor-core kernels forced (emulated_kernels.py)
     if path == "tensor_core_warp":
         kernels.set_kernel_path(path)
     inputs, outputs = call(kernels, numpy, op, stage, batch)
@@ -178,7 +189,7 @@ def run(args, kernels, on_progress=None):
                                         "skipped": "{} landmarks > --max-landmarks {}".format(
                                             stage["landmarks"], args.max_landmarks)})
                         continue
-                    entry = measure(kernels, numpy, op, stage, args.batch, path)
+                    entry = measure(kernels, numpy, op, stage, args.batch, path, args.multiprocessors)
                     results.append(entry)
                     sys.stderr.write("{op:>22} {resolution} s{stage} {path:<11} launches {launches} "
                                      "bytes/compulsory {bytes_over_compulsory:.3f}\n".format(**entry))
@@ -194,6 +205,7 @@ def report(args, kernels, results, complete):
                           "buffers", "library": kernels.path,
             "config": {"resolutions": args.resolutions, "stages": args.stages, "ops": args.ops,
                        "paths": args.paths, "batch": args.batch, "dtype": "float16",
+                       "multiprocessors": args.multiprocessors,
                        "max_landmarks": args.max_landmarks},
             "target": dict(TARGET, ops=list(MEMORY_BOUND_OPS),
                            met_by=sum(met), of=len(met)),

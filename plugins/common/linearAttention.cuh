@@ -18,8 +18,11 @@
  *      softmax) into the context [dk rows][d + 1 columns, padded]; column d holds c (finishReduction).
  *   2. linearOutputKernel   grid (token tiles, heads, batch): phi(q) tile transposed in shared memory, context
  *      in shared memory, 4 tokens x 4 channels per thread, output staged for coalesced stores.
- * The split count depends only on the token count (<= 256 splits of >= 256 tokens), so the workspace is
- * monotone in every dimension. Deterministic: the splits are merged in split order whichever block arrives last
+ * The split count depends only on the token count and head dims (linearSplits: <= 256 splits of >= 256 tokens,
+ * long enough that the partials cost at most 1/8 of the tokens' bytes), so the workspace (sized for splits of 256)
+ * is monotone in every dimension. One split per head: one launch (linearFusedKernel), the context in shared memory.
+ * The output pass takes enough tiles per block that re-reading a head's context costs at most 1/8 of them
+ * (linearOutputBlocksNeeded). Deterministic: the splits are merged in split order whichever block arrives last
  * (the only atomic is the ticket). Shared memory stays below 48 KB (sm_53 limit).
  * Token tiles move in 16-byte loads and stores where the tensors allow it (loadTokenTile / storeTokenTile,
  * linearVectorLoads), else element by element.
@@ -94,6 +97,7 @@ struct LinearAttentionParams
     float* partials;       // [batch][heads][splits][2 * dk + dk * d]
     float* context;        // [batch][heads][dkPad][contextColumns]
     unsigned int* tickets; // [batch][heads]: reduction blocks done so far (zeroed before the reduction, splits > 1)
+    int fusedContextOffsetFloats; // fused kernels: where the context sits in shared memory (linearFusedShared)
 };
 
 struct LinearAttentionPlan
@@ -126,22 +130,38 @@ inline size_t linearOutputSharedFloats(int tokenTile, int featurePad, int valueP
         + static_cast<size_t>(tokenTile) * valuePad;
 }
 
-inline int linearSplits(int tokens, int* tokensPerSplit)
+/*
+ * Token splits of one head, as even as 8-token steps allow (16-byte chunks of a token-contiguous plane start at a
+ * split's first token): each of at least kTokensPerSplit tokens, and of enough tokens that its partial (2 dk + dk d
+ * FP32, written once, read once by the merge) is at most 1/8 of the bytes of its tokens (q, k and v read, out
+ * written, d FP16 channels each), so the partials add at most 12.5 % to the compulsory bytes (FP32 I/O: half
+ * that). Fewer than two such lengths: one split (the fused kernel). At most kMaxSplits splits.
+ */
+inline int linearSplits(int tokens, int headDim, int featureDim, int* tokensPerSplit)
 {
-    int perSplit = kTokensPerSplit;
-    if (ceilDiv(tokens, kTokensPerSplit) > kMaxSplits)
-    {
-        perSplit = ceilDiv(ceilDiv(tokens, kMaxSplits), kTokensPerSplit) * kTokensPerSplit;
-    }
+    size_t const partialTraffic = 2 * (2 * static_cast<size_t>(featureDim) + static_cast<size_t>(featureDim) * headDim)
+        * sizeof(float);
+    size_t const tokenBytes = 4 * static_cast<size_t>(headDim) * 2;
+    int const forTraffic = static_cast<int>((8 * partialTraffic + tokenBytes - 1) / tokenBytes);
+    int const shortest = std::max(kTokensPerSplit, forTraffic);
+    int const splits = std::max(1, std::min(kMaxSplits, tokens / shortest));
+    int const perSplit = (ceilDiv(std::max(tokens, 1), splits) + 7) / 8 * 8;
     if (tokensPerSplit != nullptr)
     {
         *tokensPerSplit = perSplit;
     }
-    return ceilDiv(tokens, perSplit);
+    return ceilDiv(std::max(tokens, 1), perSplit);
 }
 
-//! Launch geometry for one problem; false (with *reason set) if this build cannot run it.
-inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearAttentionPlan* plan, char const** reason)
+//! Shared memory the fused kernels add for the context (finishFusedContext), alignment of its offset included.
+inline size_t linearFusedContextBytes(int featureDim, int headDim)
+{
+    return (static_cast<size_t>(roundUp4(featureDim)) * roundUp4(headDim + 1) + 4) * sizeof(float);
+}
+
+//! Launch geometry for one problem within `sharedBudget` bytes per phase; false (with *reason set) if none fits.
+inline bool planLinearAttentionWithin(
+    int tokens, int headDim, int featureDim, size_t sharedBudget, LinearAttentionPlan* plan, char const** reason)
 {
     LinearAttentionPlan result;
     result.featurePad = roundUp4(featureDim);
@@ -160,7 +180,7 @@ inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearA
     {
         size_t const bytes = linearReduceSharedFloats(tile, result.featurePad, result.valuePad, result.reduceGroups)
             * sizeof(float);
-        if (bytes <= kMaxSharedBytes)
+        if (bytes <= sharedBudget)
         {
             result.reduceTokenTile = tile;
             result.reduceSharedBytes = bytes;
@@ -172,7 +192,7 @@ inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearA
     {
         size_t const bytes
             = linearOutputSharedFloats(tile, result.featurePad, result.valuePad, result.contextColumns) * sizeof(float);
-        if (bytes <= kMaxSharedBytes)
+        if (bytes <= sharedBudget)
         {
             result.outputTokenTile = tile;
             result.outputSharedBytes = bytes;
@@ -185,9 +205,19 @@ inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearA
         return false;
     }
     result.outputThreads = 256;
-    result.splits = linearSplits(tokens, &result.tokensPerSplit);
+    result.splits = linearSplits(tokens, headDim, featureDim, &result.tokensPerSplit);
     *plan = result;
     return true;
+}
+
+//! Launch geometry for one problem; false (with *reason set) if this build cannot run it. With one split (the fused
+//! kernel) the phases leave room for the context in shared memory (linearFusedShared) where they can.
+inline bool planLinearAttention(int tokens, int headDim, int featureDim, LinearAttentionPlan* plan, char const** reason)
+{
+    size_t const context = linearFusedContextBytes(featureDim, headDim);
+    return (linearSplits(tokens, headDim, featureDim, nullptr) == 1 && context < kMaxSharedBytes
+               && planLinearAttentionWithin(tokens, headDim, featureDim, kMaxSharedBytes - context, plan, reason))
+        || planLinearAttentionWithin(tokens, headDim, featureDim, kMaxSharedBytes, plan, reason);
 }
 
 //! Workspace: context, partials, then the reduction's tickets, each 256-byte aligned. Monotone in batch, heads,
@@ -198,7 +228,7 @@ inline size_t linearAttentionWorkspaceSize(int batch, int heads, int tokens, int
     {
         return 0;
     }
-    int const splits = std::min(ceilDiv(tokens, kTokensPerSplit), kMaxSplits);
+    int const splits = std::min(ceilDiv(tokens, kTokensPerSplit), kMaxSplits); // >= linearSplits'
     size_t const problems = static_cast<size_t>(batch) * heads;
     size_t const contextFloats = problems * roundUp4(featureDim) * roundUp4(headDim + 1);
     size_t const partialFloats
@@ -426,11 +456,13 @@ inline bool linearVectorLoads(LinearAttentionParams const& p, bool tokenMajor)
 /*
  * Merges the splits' partials of (batch, head) into its context [dk rows][d + 1 columns, padded]; column d holds c
  * (softmax: the partials rescaled by exp(m_s - M), the context divided by the normaliser once). Splits are added
- * in split order, so the context has the same bits whichever block runs this. `shared`: >= 2 dk floats, free.
- * The partials are read with ld.global.cg: other blocks stored them (and fenced) during this launch.
+ * in split order, so the context has the same bits whichever block runs this. `shared`: `sharedFloats` >= 2 dk + 4
+ * floats, free; where the splits' softmax weights fit beside (splits x dk more) they are computed once and kept
+ * there, else recomputed from the partials per context entry (same bits either way). The partials are read with
+ * ld.global.cg: other blocks stored them (and fenced) during this launch.
  */
 template <FeatureMap kMap>
-__device__ void combineSplits(LinearAttentionParams const& p, int batch, int head, float* shared)
+__device__ void combineSplits(LinearAttentionParams const& p, int batch, int head, float* shared, int sharedFloats)
 {
     int const d = p.headDim;
     int const dk = p.featureDim;
@@ -438,6 +470,9 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
     int const contextColumns = roundUp4(d + 1);
     float* const finalMax = shared;
     float* const finalSum = shared + dk;
+    float* const weights = shared + 2 * dk + 4; // [split][dk], past finishReduction's flag
+    bool const keepWeights
+        = kMap == FeatureMap::kSoftmax && 2 * dk + 4 + static_cast<int64_t>(p.splits) * dk <= sharedFloats;
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
     float const* const partials = p.partials + problem * p.splits * partialStride;
@@ -450,8 +485,7 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
         {
             maximum = -INFINITY;
 #pragma unroll 1 // (unrolled, the loads in flight cost the reduction kernels spills)
-    #pragma unroll 1
-        for (int s = 0; s < p.splits; ++s)
+            for (int s = 0; s < p.splits; ++s)
             {
                 maximum = fmaxf(maximum, __ldcg(partials + s * partialStride + i));
             }
@@ -463,6 +497,10 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
             float const weight = kMap == FeatureMap::kSoftmax
                 ? exp2f((__ldcg(partials + s * partialStride + i) - maximum) * kLog2e)
                 : 1.0F;
+            if (keepWeights)
+            {
+                weights[s * dk + i] = weight;
+            }
             sum += __ldcg(partials + s * partialStride + dk + i) * weight;
         }
         finalMax[i] = maximum;
@@ -482,12 +520,12 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
         {
             float sum = 0.0F;
 #pragma unroll 1 // (unrolled, the loads in flight cost the reduction kernels spills)
-    #pragma unroll 1
-        for (int s = 0; s < p.splits; ++s)
+            for (int s = 0; s < p.splits; ++s)
             {
                 float const* const split = partials + s * partialStride;
-                float const weight
-                    = kMap == FeatureMap::kSoftmax ? exp2f((__ldcg(split + i) - finalMax[i]) * kLog2e) : 1.0F;
+                float const weight = kMap != FeatureMap::kSoftmax ? 1.0F
+                    : keepWeights                               ? weights[s * dk + i]
+                                                                : exp2f((__ldcg(split + i) - finalMax[i]) * kLog2e);
                 sum = fmaf(__ldcg(split + 2 * dk + i * d + j), weight, sum);
             }
             // softmax over tokens: divide by the normaliser once (it is >= 1 after max subtraction).
@@ -503,11 +541,11 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
  * order), so no combine launch sits between the reduction and the output pass. Every thread fences its partial
  * stores before thread 0 takes the ticket (release), and the last block fences again before it reads the other
  * blocks' partials (acquire), the pattern of the CUDA programming guide's __threadfence() example. `shared`: the
- * block's dynamic shared memory, >= 2 dk + 1 floats, no longer read by the caller. With one split the block is
+ * block's dynamic shared memory (`sharedFloats` >= 2 dk + 4 floats), no longer read by the caller. With one split the block is
  * the last without a ticket (the launcher then leaves the tickets unset).
  */
 template <FeatureMap kMap>
-__device__ void finishReduction(LinearAttentionParams const& p, int batch, int head, float* shared)
+__device__ void finishReduction(LinearAttentionParams const& p, int batch, int head, float* shared, int sharedFloats)
 {
     if (p.splits > 1)
     {
@@ -530,12 +568,58 @@ __device__ void finishReduction(LinearAttentionParams const& p, int batch, int h
     {
         __syncthreads(); // the caller's shared memory is free
     }
-    combineSplits<kMap>(p, batch, head, shared);
+    combineSplits<kMap>(p, batch, head, shared, sharedFloats);
 }
 
-//! One reduction block's work: the partial of token split `split` of (batch, head), then finishReduction.
-template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide>
-__device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int split, int head, int batch)
+/*
+ * The fused kernels' context stays in the block's shared memory (no partial, no workspace: nothing but q, k, v and
+ * out crosses global memory). Their reduction leaves in `context` [roundUp4(dk)][roundUp4(d + 1)], for each feature
+ * row i < dk, the token sums of the numerators in columns j < d and the token-axis sum in column d; this turns it
+ * into what combineSplits makes of a single split: softmax divides the numerators by the sum once and puts 1 in
+ * column d, the other maps keep the sum there; every other entry is zero. The same bits as combineSplits (the one
+ * split's weight is exp2(0) = 1 and its sums start from 0).
+ */
+template <FeatureMap kMap>
+__device__ void finishFusedContext(float* context, int dk, int d)
+{
+    int const featurePad = roundUp4(dk);
+    int const contextColumns = roundUp4(d + 1);
+    __syncthreads(); // every numerator and sum is stored
+    if (kMap == FeatureMap::kSoftmax)
+    {
+        for (int index = threadIdx.x; index < dk * d; index += blockDim.x)
+        {
+            int const i = index / d;
+            float* const row = context + i * contextColumns;
+            int const j = index - i * d;
+            row[j] = row[j] / row[d];
+        }
+        __syncthreads(); // column d is read no more
+    }
+    for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
+    {
+        int const i = index / contextColumns;
+        int const j = index - i * contextColumns;
+        if (i >= dk || j > d)
+        {
+            context[index] = 0.0F;
+        }
+        else if (kMap == FeatureMap::kSoftmax && j == d)
+        {
+            context[index] = 1.0F;
+        }
+    }
+    __syncthreads(); // the context is complete for the output phase
+}
+
+/*
+ * One reduction block's work: the partial of token split `split` of (batch, head), then finishReduction; kFused
+ * (the fused kernel, one split): the context itself in `fusedContext`, shared memory, instead. (A template flag,
+ * not a null test: the fused kernel's pointer is not known to be non-null, and both branches cost it spills.)
+ */
+template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide, bool kFused = false>
+__device__ __forceinline__ void reduceSplit(
+    LinearAttentionParams const& p, int split, int head, int batch, float* fusedContext = nullptr)
 {
     float* const shared = sharedFloats();
     int const d = p.headDim;
@@ -681,15 +765,28 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
         __syncthreads();
     }
 
+    // Where each sum goes: the split's partial [max | sum | numerators dk x d] in the workspace, or (fused) the
+    // context's rows [numerators | sum] in shared memory.
+    int const contextColumns = roundUp4(d + 1);
     int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
-    float* const partial
-        = p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    float* const partial = kFused
+        ? nullptr
+        : p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    auto numerator = [&](int i, int j) -> float& {
+        return kFused ? fusedContext[i * contextColumns + j] : partial[2 * dk + i * d + j];
+    };
     for (int i = threadIdx.x; i < dk; i += blockDim.x)
     {
-        partial[i] = kMap == FeatureMap::kSoftmax ? runningMax[i] : 0.0F;
-        partial[dk + i] = runningSum[i];
+        if (kFused)
+        {
+            fusedContext[i * contextColumns + d] = runningSum[i];
+        }
+        else
+        {
+            partial[i] = kMap == FeatureMap::kSoftmax ? runningMax[i] : 0.0F;
+            partial[dk + i] = runningSum[i];
+        }
     }
-    float* const contextPartial = partial + 2 * dk;
     if (groups == 1)
     {
         if (gemmThread)
@@ -702,7 +799,7 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
                 {
                     if (i0 + r < dk && j0 + c < d)
                     {
-                        contextPartial[(i0 + r) * d + j0 + c] = acc[r][c];
+                        numerator(i0 + r, j0 + c) = acc[r][c];
                     }
                 }
             }
@@ -733,10 +830,15 @@ __device__ __forceinline__ void reduceSplit(LinearAttentionParams const& p, int 
             {
                 sum += reduction[(g * featurePad + i) * valuePad + j];
             }
-            contextPartial[index] = sum;
+            numerator(i, j) = sum;
         }
     }
-    finishReduction<kMap>(p, batch, head, shared);
+    if (kFused)
+    {
+        finishFusedContext<kMap>(fusedContext, dk, d);
+        return;
+    }
+    finishReduction<kMap>(p, batch, head, shared, static_cast<int>(regionFloats) + 3 * featurePad);
 }
 
 template <typename T, FeatureMap kMap, bool kTokenMajor>
@@ -747,10 +849,12 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
 
 /*
  * Output tiles `first` .. `end` - 1 of the whole launch (tile t: token tile t % tiles of problem t / tiles, problem =
- * batch * heads + head), in order: the context is staged once per problem the range touches.
+ * batch * heads + head), in order: the context is staged once per problem the range touches, from the workspace or
+ * (kFused) from the fused block's `fusedContext` in shared memory.
  */
-template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide>
-__device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int64_t first, int64_t end)
+template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide, bool kFused = false>
+__device__ __forceinline__ void outputTiles(
+    LinearAttentionParams const& p, int64_t first, int64_t end, float const* fusedContext = nullptr)
 {
     float* const shared = sharedFloats();
     int const d = p.headDim;
@@ -783,10 +887,11 @@ __device__ __forceinline__ void outputTiles(LinearAttentionParams const& p, int6
     __syncthreads(); // the previous tile's staged output has been stored
     if (item == first || tileBegin == 0) // a new problem (uniform across the block)
     {
-        float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
+        float const* const contextSource
+            = kFused ? fusedContext : p.context + problem * featurePad * contextColumns;
         for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
         {
-            context[index] = contextGlobal[index];
+            context[index] = contextSource[index];
         }
     }
     T const* const queries[1] = {qPtr};
@@ -895,22 +1000,33 @@ __global__ void __launch_bounds__(256) linearOutputKernel(LinearAttentionParams 
 }
 
 /*
- * One block per (batch, head) when the head's tokens are one split (N <= 256: 224's stages 3 and 4): the reduction,
- * the context (finishReduction without a ticket) and every output tile of the head in one launch; the context goes
- * through the workspace (L2) between the two phases of the same block.
+ * One block per (batch, head) when the head's tokens are one split (linearSplits: under two of its shortest splits,
+ * e.g. N < 544 at head_dim 32, which covers 224's stages 3 and 4 and 384's and 512's stage 4): the reduction,
+ * the context and every output tile of the head in one launch. The context stays in shared memory, after both
+ * phases' layouts (linearFusedShared), so the launch reads q, k and v once and writes out once, and nothing else.
  */
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 __global__ void __launch_bounds__(1024) linearFusedKernel(LinearAttentionParams const p)
 {
     int const head = blockIdx.x;
     int const batch = blockIdx.y;
-    reduceSplit<T, kMap, kTokenMajor, false>(p, 0, head, batch);
-    __syncthreads(); // the context stores of this block are visible to it
+    float* const context = sharedFloats() + p.fusedContextOffsetFloats;
+    reduceSplit<T, kMap, kTokenMajor, false, true>(p, 0, head, batch, context);
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int64_t const tiles = ceilDiv(p.tokens, p.outputTokenTile);
     // element-wise loads and stores (kWide false): the 16-byte ones cost this 1024-thread bound (64 registers per
     // thread) spills
-    outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, (problem + 1) * tiles);
+    outputTiles<T, kMap, kTokenMajor, false, true>(p, problem * tiles, (problem + 1) * tiles, context);
+}
+
+//! Shared memory of a fused kernel whose phases need `reduceBytes` and `outputBytes`: the larger of the two, then
+//! the context (roundUp4(dk) x roundUp4(d + 1) floats) at `*contextOffsetFloats`.
+inline size_t linearFusedShared(
+    size_t reduceBytes, size_t outputBytes, int featureDim, int headDim, int* contextOffsetFloats)
+{
+    size_t const phases = (std::max(reduceBytes, outputBytes) + 4 * sizeof(float) - 1) / (4 * sizeof(float)) * 4;
+    *contextOffsetFloats = static_cast<int>(phases);
+    return (phases + static_cast<size_t>(roundUp4(featureDim)) * roundUp4(headDim + 1)) * sizeof(float);
 }
 
 //! The workspace (the context, then the per-split partials), the token splits of `plan` and the QT map's linear
@@ -926,6 +1042,7 @@ inline void setLinearAttentionWorkspace(
     params.context = static_cast<float*>(workspace);
     params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
     params.tickets = reinterpret_cast<unsigned int*>(static_cast<char*>(workspace) + contextBytes + partialBytes);
+    params.fusedContextOffsetFloats = 0;
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
     params.qtLinearScale = std::sqrt(4.0F / static_cast<float>(params.headDim)); // IEEE sqrt, as sqrtf on the device
@@ -951,6 +1068,19 @@ inline int resetLinearTickets(LinearAttentionParams const& params, int batch, cu
             cudaGetErrorString(error));
     }
     return EDGEATTN_STATUS_SUCCESS;
+}
+
+/*
+ * Blocks the persistent output pass needs at most for `items` token tiles of `tokenTile` tokens: each block reads
+ * the context of every head it touches (`contextFloatsRead` FP32 reads per head), so a block takes at least enough
+ * tiles that this costs at most 1/8 of the bytes its tiles move (q read, out written, d FP16 channels). With few
+ * tiles (small maps at small batch) the pass runs on fewer, longer blocks; with many, one wave decides.
+ */
+inline int64_t linearOutputBlocksNeeded(int64_t items, int contextFloatsRead, int headDim, int tokenTile)
+{
+    size_t const tileBytes = 2 * static_cast<size_t>(tokenTile) * headDim * 2;
+    size_t const minItems = std::max<size_t>(1, (8 * sizeof(float) * contextFloatsRead + tileBytes - 1) / tileBytes);
+    return (items + static_cast<int64_t>(minItems) - 1) / static_cast<int64_t>(minItems);
 }
 
 /*
@@ -983,8 +1113,9 @@ int persistentBlocks(Kernel* kernel, int threads, size_t sharedBytes, int64_t it
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(items, wave)));
 }
 
-//! One launch (linearFusedKernel) when every head is one split, else the tickets' memset, the reduction and the
-//! persistent output pass. The caller has validated shapes, the plan and the workspace.
+//! One launch (linearFusedKernel) when every head is one split and its shared memory fits, else the reduction and
+//! the persistent output pass (after the tickets' memset when there are several splits). The caller has validated
+//! shapes, the plan and the workspace.
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
     cudaStream_t stream, char const* function)
@@ -995,11 +1126,12 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     params.outputTokenTile = plan.outputTokenTile;
     params.vectorLoads = linearVectorLoads<T>(params, kTokenMajor) ? 1 : 0;
 
-    if (plan.splits == 1)
+    size_t const fusedBytes = linearFusedShared(plan.reduceSharedBytes, plan.outputSharedBytes, params.featureDim,
+        params.headDim, &params.fusedContextOffsetFloats);
+    if (plan.splits == 1 && fusedBytes <= kMaxSharedBytes)
     {
         dim3 const fusedGrid(params.heads, batch);
-        linearFusedKernel<T, kMap, kTokenMajor><<<fusedGrid, plan.reduceThreads,
-            std::max(plan.reduceSharedBytes, plan.outputSharedBytes), stream>>>(params);
+        linearFusedKernel<T, kMap, kTokenMajor><<<fusedGrid, plan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedKernel");
     }
     int status = resetLinearTickets(params, batch, stream, function);
@@ -1016,8 +1148,9 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
         return status;
     }
     int64_t const items = static_cast<int64_t>(batch) * params.heads * ceilDiv(params.tokens, plan.outputTokenTile);
-    int const blocks = persistentBlocks(
-        linearOutputKernel<T, kMap, kTokenMajor>, plan.outputThreads, plan.outputSharedBytes, items);
+    int const blocks = persistentBlocks(linearOutputKernel<T, kMap, kTokenMajor>, plan.outputThreads,
+        plan.outputSharedBytes,
+        linearOutputBlocksNeeded(items, plan.featurePad * plan.contextColumns, params.headDim, plan.outputTokenTile));
     linearOutputKernel<T, kMap, kTokenMajor>
         <<<blocks, plan.outputThreads, plan.outputSharedBytes, stream>>>(params, items);
     return checkLaunch(function, "linearOutputKernel");

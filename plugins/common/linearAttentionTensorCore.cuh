@@ -134,8 +134,8 @@ EDGEATTN_HOST_DEVICE inline LinearOutputMmaLayout linearOutputMmaLayout(
  * Geometry of the tensor-core path for one problem; false if it has none (head_dim + 1 > 72, or the staging does
  * not fit the 48 KB every sm_80+ GPU gives without opt-in): the launcher then runs the scalar kernels.
  */
-inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool tokenMajor, FeatureMap map,
-    LinearMmaPlan* plan)
+inline bool planLinearAttentionMmaWithin(int headDim, int featureDim, bool tokenMajor, FeatureMap map,
+    size_t sharedBudget, LinearMmaPlan* plan)
 {
     LinearMmaPlan result;
     result.featureRows = (featureDim + 15) / 16 * 16;
@@ -158,7 +158,7 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
             LinearReduceMmaLayout const layout = linearReduceMmaLayout(
                 tokenMajor, tile, result.featureRows, result.valueColumns, tileGroups, headDim, stages);
             size_t const bytes = static_cast<size_t>(layout.sharedFloats) * sizeof(float);
-            if (bytes <= kMaxSharedBytes)
+            if (bytes <= sharedBudget)
             {
                 result.reduceTokenTile = tile;
                 result.tokenGroups = tileGroups;
@@ -183,7 +183,7 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
         LinearOutputMmaLayout const output = linearOutputMmaLayout(
             tokenMajor, map != FeatureMap::kRelu, result.featureRows, result.valueColumns, headDim, stages);
         size_t const bytes = static_cast<size_t>(output.sharedFloats) * sizeof(float);
-        if (bytes <= kMaxSharedBytes)
+        if (bytes <= sharedBudget)
         {
             result.outputRingStages = stages;
             result.outputSharedBytes = bytes;
@@ -196,6 +196,18 @@ inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool
     }
     *plan = result;
     return true;
+}
+
+//! The tensor-core plan of one problem: with one split (the fused kernel) it leaves room for the context in shared
+//! memory (linearFusedShared) where it can; otherwise, or if that fails, the two kernels' plan within the 48 KB.
+inline bool planLinearAttentionMma(int tokens, int headDim, int featureDim, bool tokenMajor, FeatureMap map,
+    LinearMmaPlan* plan)
+{
+    size_t const context = linearFusedContextBytes(featureDim, headDim);
+    return (linearSplits(tokens, headDim, featureDim, nullptr) == 1 && context < kMaxSharedBytes
+               && planLinearAttentionMmaWithin(
+                   headDim, featureDim, tokenMajor, map, kMaxSharedBytes - context, plan))
+        || planLinearAttentionMmaWithin(headDim, featureDim, tokenMajor, map, kMaxSharedBytes, plan);
 }
 
 #if EDGEATTN_TENSOR_CORES
@@ -328,9 +340,10 @@ __device__ __forceinline__ float featureRowUnscale(float rowState)
 
 #if EDGEATTN_MMA_AVAILABLE
 //! One reduction block's work on tensor cores: the partial of token split `split` of (batch, head), then
-//! finishReduction.
-template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, int split, int head, int batch)
+//! finishReduction; kFused: the context in `fusedContext` (shared memory) instead, as reduceSplit does.
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles, bool kFused = false>
+__device__ __forceinline__ void reduceSplitMma(
+    LinearAttentionParams const& p, int split, int head, int batch, float* fusedContext = nullptr)
 {
     constexpr bool kSplit = kMap != FeatureMap::kRelu;
     int const d = p.headDim;
@@ -548,17 +561,27 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
         }
     }
 
-    // Partials in the scalar kernel's format and units: [max (softmax) | sum | context], the scale undone.
+    // Partials in the scalar kernel's format and units: [max (softmax) | sum | context], the scale undone; fused,
+    // the context's rows [numerators | sum] in shared memory instead (finishFusedContext).
+    int const contextColumns = roundUp4(d + 1);
     int64_t const partialStride = 2 * static_cast<int64_t>(dk) + static_cast<int64_t>(dk) * d;
-    float* const partial
-        = p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    float* const partial = kFused
+        ? nullptr
+        : p.partials + ((static_cast<int64_t>(batch) * p.heads + head) * p.splits + split) * partialStride;
+    auto sumAt = [&](int i, int j) -> float& { // j == d: the token-axis sum
+        return kFused ? fusedContext[i * contextColumns + j]
+                                       : partial[j < d ? 2 * dk + i * d + j : dk + i];
+    };
     if (tokenGroups > 1)
     {
         __syncthreads(); // the staging is no longer read: it becomes the cross-warp reduction buffer
     }
-    for (int i = threadIdx.x; i < dk; i += blockDim.x)
+    if (fusedContext == nullptr)
     {
-        partial[i] = kMap == FeatureMap::kSoftmax ? rowState[i] : 0.0F;
+        for (int i = threadIdx.x; i < dk; i += blockDim.x)
+        {
+            partial[i] = kMap == FeatureMap::kSoftmax ? rowState[i] : 0.0F;
+        }
     }
 #pragma unroll
     for (int t = 0; t < kValueTiles; ++t)
@@ -577,7 +600,7 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
             }
             else if (i < dk && j <= d)
             {
-                partial[j < d ? 2 * dk + i * d + j : dk + i] = acc[t].x[e] * featureRowUnscale<kMap>(rowState[i]);
+                sumAt(i, j) = acc[t].x[e] * featureRowUnscale<kMap>(rowState[i]);
             }
         }
     }
@@ -593,10 +616,15 @@ __device__ __forceinline__ void reduceSplitMma(LinearAttentionParams const& p, i
             {
                 sum += reduction[(g * featureRows + i) * valueColumns + j];
             }
-            partial[j < d ? 2 * dk + i * d + j : dk + i] = sum * featureRowUnscale<kMap>(rowState[i]);
+            sumAt(i, j) = sum * featureRowUnscale<kMap>(rowState[i]);
         }
     }
-    finishReduction<kMap>(p, batch, head, shared);
+    if (kFused)
+    {
+        finishFusedContext<kMap>(fusedContext, dk, d);
+        return;
+    }
+    finishReduction<kMap>(p, batch, head, shared, layout.sharedFloats);
 }
 #endif // EDGEATTN_MMA_AVAILABLE
 
@@ -615,8 +643,9 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
  * is staged and split once per problem the range touches.
  */
 #if EDGEATTN_MMA_AVAILABLE
-template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, int64_t first, int64_t end)
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles, bool kFused = false>
+__device__ __forceinline__ void outputTilesMma(
+    LinearAttentionParams const& p, int64_t first, int64_t end, float const* fusedContext = nullptr)
 {
     constexpr bool kSplitQuery = kMap != FeatureMap::kRelu;
     constexpr int kTile = kLinearMmaOutputTile;
@@ -698,7 +727,8 @@ __device__ __forceinline__ void outputTilesMma(LinearAttentionParams const& p, i
             // The context split with a power-of-two scale per column (numerator columns and the normaliser column
             // d have unrelated magnitudes). Column maxima of |x| by atomicMax on the bit patterns (ordered like the
             // values for x >= 0; the maximum does not depend on the order), over coalesced reads.
-            float const* const contextGlobal = p.context + problem * roundUp4(dk) * contextColumns;
+            float const* const contextGlobal
+                = kFused ? fusedContext : p.context + problem * roundUp4(dk) * contextColumns;
             unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
             __syncthreads(); // the previous tile is done with the context split and the column scales
             for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
@@ -932,7 +962,7 @@ __global__ void __launch_bounds__(kLinearMmaOutputThreads, 1) linearOutputMmaKer
 }
 
 //! linearFusedKernel on tensor cores: one block per (batch, head) of one token split, the reduction's warps (at
-//! least 4) then the output pass's first 4 warps.
+//! least 4) then the output pass's first 4 warps; the context stays in shared memory (linearFusedShared).
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
 __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMinBlocks)
     linearFusedMmaKernel(LinearAttentionParams const p)
@@ -940,23 +970,25 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
 #if EDGEATTN_MMA_AVAILABLE
     int const head = blockIdx.x;
     int const batch = blockIdx.y;
-    reduceSplitMma<kMap, kTokenMajor, kValueTiles>(p, 0, head, batch);
-    __syncthreads(); // the context stores of this block are visible to it
+    float* const context = sharedFloats() + p.fusedContextOffsetFloats;
+    reduceSplitMma<kMap, kTokenMajor, kValueTiles, true>(p, 0, head, batch, context);
     int64_t const problem = static_cast<int64_t>(batch) * p.heads + head;
     int64_t const tiles = ceilDiv(p.tokens, kLinearMmaOutputTile);
-    outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);
+    outputTilesMma<kMap, kTokenMajor, kValueTiles, true>(p, problem * tiles, (problem + 1) * tiles, context);
 #endif
 }
 
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-int launchLinearAttentionMmaTiles(LinearAttentionParams const& params, LinearAttentionPlan const& plan,
+int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionPlan const& plan,
     LinearMmaPlan const& mmaPlan, int batch, cudaStream_t stream, char const* function)
 {
-    if (params.splits == 1 && mmaPlan.reduceThreads >= kLinearMmaOutputThreads)
+    size_t const fusedBytes = linearFusedShared(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes,
+        params.featureDim, params.headDim, &params.fusedContextOffsetFloats);
+    if (params.splits == 1 && mmaPlan.reduceThreads >= kLinearMmaOutputThreads && fusedBytes <= kMaxSharedBytes)
     {
         dim3 const fusedGrid(params.heads, batch);
-        linearFusedMmaKernel<kMap, kTokenMajor, kValueTiles><<<fusedGrid, mmaPlan.reduceThreads,
-            std::max(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes), stream>>>(params);
+        linearFusedMmaKernel<kMap, kTokenMajor, kValueTiles>
+            <<<fusedGrid, mmaPlan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedMmaKernel");
     }
     int status = resetLinearTickets(params, batch, stream, function);
@@ -974,8 +1006,11 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams const& params, LinearAtt
     }
     int64_t const items
         = static_cast<int64_t>(batch) * params.heads * ceilDiv(params.tokens, kLinearMmaOutputTile);
+    // the context is read twice per head a block touches: its column maxima, then its split
     int const blocks = persistentBlocks(linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>,
-        kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, items);
+        kLinearMmaOutputThreads, mmaPlan.outputSharedBytes,
+        linearOutputBlocksNeeded(items, 2 * plan.featurePad * plan.contextColumns, params.headDim,
+            kLinearMmaOutputTile));
     linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>
         <<<blocks, kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, stream>>>(params, items);
     return checkLaunch(function, "linearOutputMmaKernel");

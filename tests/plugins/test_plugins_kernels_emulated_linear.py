@@ -1,13 +1,15 @@
 """The launch structure of the linear-attention passes (EFFATT, LiteMLA ReLU / quadratic Taylor), run on the CPU by the
 CUDA emulation: the context merged by the last reduction block to arrive (a ticket counter, no combine launch), one
-fused block per (batch, head) when the head is one token split, and the persistent output pass.
+fused block per (batch, head) when the head is one token split (its context kept in shared memory), and the
+persistent output pass.
 
 The merge adds the splits in split order, so the output must have the same bits whichever block arrives last: each
 case runs with the blocks in index order, reversed, and in seeded pseudo-random orders (the emulator's
 ``edgeattn_emu_set_block_order``), warp-greedy and round-robin, on the scalar (sm_53) and tensor-core (sm_87) paths,
 against the PyTorch reference with the GPU tests' FP16 criterion. A variant of the kernels with bugs planted in the
 new paths (selectable at run time, so one extra build covers them all) must fail: the first block to arrive merging
-instead of the last, the tickets not reset, the fused block writing only its first output tile, a persistent
+instead of the last, the tickets not reset, the fused block writing only its first output tile, leaving its
+context un-normalised or staging it from the workspace instead of its shared memory, a persistent
 block keeping the first problem's context for the next problem, an offset slip in the 16-byte token-tile loads
 (both paths), a missing cp.async.wait_group and a stage index off by one in the tensor-core path's cp.async ring,
 and the 16-byte path taken for misaligned tensors.
@@ -22,7 +24,8 @@ from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
 from kernel_reference_check import assert_matches_reference  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
     CAPABILITIES, CAPABILITY_IDS, Buffers, _bits, dtype_name, effatt_inputs, emulated_kernels, emulated_library,
-    kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient, run_lite_mla)
+    expected_splits, kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient, run_lite_mla,
+    shortest_split)
 from edgeattn.plugins import kernels_abi  # noqa: E402
 
 #: (reverse, round_robin, block-order seed): index order, reversed, three permutations (one round-robin)
@@ -73,9 +76,9 @@ def efficient_launch(kernels, q, k, v, heads):
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, capability):
-    """N = 1000 (4 splits per head), 2 heads, batch 2, FP16: 16 reduction blocks arrive in five orders, the last of
-    each head merges its 4 partials; the output pass's persistent blocks span several heads. (The FP32 I/O runs the
-    same scalar kernels; N = 3136's 13 splits are covered by the reference tests.)"""
+    """N = 1000 (3 splits per head of head_dim 32), 2 heads, batch 2, FP16: 12 reduction blocks arrive in five
+    orders, the last of each head merges its 3 partials; the output pass's persistent blocks span several heads.
+    (The FP32 I/O runs the same scalar kernels; N = 3136's 11 splits are covered by the reference tests.)"""
     dtype = torch.float16
     kernels.set_compute_capability(*capability)
     q, k, v = effatt_inputs(2, 1000, 64, dtype)
@@ -84,7 +87,8 @@ def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, cap
     mma = "Mma" if capability >= (8, 0) else ""
     assert launch_names(log) == ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
                                  "linearOutput{}Kernel".format(mma)], log
-    assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(4,2,2)" in log[1], log  # 2 x 2 tickets
+    assert expected_splits(1000, 32, 32) == 3
+    assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(3,2,2)" in log[1], log  # 2 x 2 tickets
     assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=2), [q, k, v], dtype,
                              label)
 
@@ -92,9 +96,11 @@ def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, cap
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 @pytest.mark.parametrize("kernel", ["relu", "quadratic_taylor"])
 def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, capability, kernel):
-    """LiteMLA on a 23 x 23 map (529 tokens: 3 splits), 2 groups, batch 2, FP16."""
+    """LiteMLA on a 30 x 30 map (900 tokens: 3 splits of head_dim 16 for both maps), 2 groups, batch 2, FP16."""
     kernels.set_compute_capability(*capability)
-    case = ("orders", kernel, 16, 2, 2, 23, 23, "group")
+    case = ("orders", kernel, 16, 2, 2, 30, 30, "group")
+    splits = expected_splits(900, 16, 16 if kernel == "relu" else 33)
+    assert splits == 3
     qkv, alpha, beta, gamma = lite_mla_case_inputs(case)
     batch, channels_in, height, width = qkv.shape
     nbytes = kernels.lite_mla_workspace_size(batch, channels_in, height, width, 16, kernel)
@@ -108,7 +114,8 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
         return status, out
 
     out, log = run_in_every_order(kernels, launch, "litemla {} orders".format(kernel))
-    assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=(3,2,2)" in log[1] and len(log) == 3, log
+    assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=({},2,2)".format(splits) in log[1], log
+    assert len(log) == 3, log
     run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
 
 
@@ -139,14 +146,18 @@ def test_tensor_core_token_tiles_move_in_16_byte_accesses(planted_linear_kernels
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
 def test_one_split_heads_take_one_fused_launch(kernels, capability):
-    """N = 196 (224's stage 3) and 49 (stage 4): one block per (batch, head) reduces, merges and writes every output
-    tile of its head (196 tokens: 4 output tiles) in a single launch, no memset; N = 257 (two splits) takes the
-    tickets' memset, the reduction and the output pass."""
+    """N = 196 (224's stage 3), 49 (stage 4) and one token short of two splits' shortest length (head_dim 32: 543):
+    one block per (batch, head) reduces, keeps the context in shared memory and writes every output tile of its head
+    in a single launch, no memset; one token more (two splits) takes the tickets' memset, the reduction and the
+    output pass."""
     kernels.set_compute_capability(*capability)
     mma = "Mma" if capability >= (8, 0) else ""
-    for tokens, expected in ((196, ["linearFused{}Kernel".format(mma)]), (49, ["linearFused{}Kernel".format(mma)]),
-                             (257, ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
-                                    "linearOutput{}Kernel".format(mma)])):
+    two_splits = 2 * shortest_split(32, 32)
+    assert expected_splits(two_splits - 1, 32, 32) == 1 and expected_splits(two_splits, 32, 32) == 2
+    fused = ["linearFused{}Kernel".format(mma)]
+    for tokens, expected in ((196, fused), (49, fused), (two_splits - 1, fused),
+                             (two_splits, ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
+                                           "linearOutput{}Kernel".format(mma)])):
         log = run_efficient(kernels, *effatt_inputs(3, tokens, 64, torch.float16), heads=2)
         assert launch_names(log) == expected, (tokens, log)
         if len(expected) == 1:
@@ -182,13 +193,13 @@ PLANTED_LINEAR_BUGS = (
      "    if (params.splits <= 1 || edgeattn_planted_bug == 2)\n"),
     # 3: the fused block writes only its head's first output tile
     ("common/linearAttention.cuh",
-     "outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, (problem + 1) * tiles);",
-     "outputTiles<T, kMap, kTokenMajor, false>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * tiles + 1 "
-     ": (problem + 1) * tiles);"),
+     "outputTiles<T, kMap, kTokenMajor, false, true>(p, problem * tiles, (problem + 1) * tiles, context);",
+     "outputTiles<T, kMap, kTokenMajor, false, true>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * tiles + 1 "
+     ": (problem + 1) * tiles, context);"),
     ("common/linearAttentionTensorCore.cuh",
-     "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, (problem + 1) * tiles);",
-     "outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * "
-     "tiles + 1 : (problem + 1) * tiles);"),
+     "outputTilesMma<kMap, kTokenMajor, kValueTiles, true>(p, problem * tiles, (problem + 1) * tiles, context);",
+     "outputTilesMma<kMap, kTokenMajor, kValueTiles, true>(p, problem * tiles, edgeattn_planted_bug == 3 ? problem * "
+     "tiles + 1 : (problem + 1) * tiles, context);"),
     # 5: the 16-byte token-tile loads read the next chunk (an offset slip), in the direct loads of both paths and in
     # the tensor-core path's cp.async ring
     ("common/linearAttention.cuh",
@@ -222,6 +233,15 @@ PLANTED_LINEAR_BUGS = (
     # 8: the 16-byte path taken for tensors that are not 16-byte aligned
     ("common/linearAttention.cuh", "    return pointers && strides;\n",
      "    return (pointers || edgeattn_planted_bug == 8) && strides;\n"),
+    # 9: the fused block's context left un-normalised (softmax: the numerators not divided by their token sum)
+    ("common/linearAttention.cuh", "            row[j] = row[j] / row[d];\n",
+     "            row[j] = edgeattn_planted_bug == 9 ? row[j] : row[j] / row[d];\n"),
+    # 10: the fused block's output phase stages the context from the workspace (never written by the fused launch)
+    # instead of its own shared memory
+    ("common/linearAttention.cuh", "            = kFused ? fusedContext : p.context",
+     "            = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
+    ("common/linearAttentionTensorCore.cuh", "                = kFused ? fusedContext : p.context",
+     "                = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
     # 4: a persistent block keeps the context of its first problem
     ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
      "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
@@ -244,6 +264,8 @@ PLANTED_LAUNCH_BUGS = [
     (3, 196, "left unwritten", "fused-first-tile-only"),
     (4, 600, "FP16 max error", "stale-persistent-context"),
     (5, 600, "left unwritten", "vector-load-offset"),  # the slipped last chunk of a row reads the NaN guard past the tensor
+    (9, 196, "FP16 max error", "fused-context-not-normalised"),
+    (10, 196, "left unwritten", "fused-context-from-the-workspace"),  # the tests fill the workspace with NaN
 ]
 #: both paths have each mechanism (bug 5: the scalar path's 16-byte loads, the tensor-core path's cp.async ring)
 PLANTED_LAUNCH_MATRIX = [pytest.param(bug, tokens, message, capability, id="{}-{}".format(name, capability_id))
@@ -268,9 +290,10 @@ def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, 
 
 # ---- the tensor-core path's cp.async ring of token tiles, the 16-byte path's alignment check ------------------------
 def lite_mla_ring_run(library, misaligned=False):
-    """LiteMLA QT, head_dim 32, 2 groups on 24 x 24 (576 tokens, a multiple of 8 as 16-byte chunks of an NCHW plane
-    need: 3 splits), batch 2: a 2-stage ring in both passes (3 stages do not fit 48 KB beside the QT staging)."""
-    qkv, alpha, beta, gamma = lite_mla_case_inputs(("ring", "quadratic_taylor", 32, 2, 2, 24, 24, "group"))
+    """LiteMLA QT, head_dim 32, 2 groups on 36 x 36 (1296 tokens, a multiple of 8 as 16-byte chunks of an NCHW plane
+    need: 2 splits), batch 2: a 2-stage ring in both passes (3 stages do not fit 48 KB beside the QT staging)."""
+    assert expected_splits(36 * 36, 32, 65) == 2
+    qkv, alpha, beta, gamma = lite_mla_case_inputs(("ring", "quadratic_taylor", 32, 2, 2, 36, 36, "group"))
     return run_lite_mla(library, qkv, 32, "quadratic_taylor", 1e-6, alpha, beta, gamma, misaligned=misaligned)
 
 

@@ -4,12 +4,11 @@ kernel paths, FP16.
 
 For every op: each input is read and each output written at least once (the compulsory bytes are a lower bound a
 correct kernel cannot go under), and the JSON entry's ratio is the counted sum over them. For the memory-bound ops
-(EFFATT, LiteMLA ReLU and QT), what the kernels achieve today is asserted as a ceiling (a change that adds traffic
-or launches fails): at most 2 kernel launches (stage 1: the reduction finished by its last block, then the output
-pass, after a 4-byte ticket memset; stage 4: one fused launch) and at most 1.4x the compulsory bytes in stage 1
-(measured 1.16-1.32x) and 4.6x in stage 4 (a 7x7 map, where the workspace traffic outweighs the tokens: 2.42-4.54x).
-Issue 33's target (<= 1.3x, <= 2 launches) is evaluated in each entry's "target_met";
-benchmarks/results/kernels_traffic.json has every stage case.
+(EFFATT, LiteMLA ReLU and QT), issue 33's target is asserted (a change that adds traffic or launches fails): at most
+2 kernel launches and at most 1.3x the compulsory bytes. Stage 1 (3136 tokens): the reduction finished by its last
+block, then the output pass, after a 4-byte ticket memset (measured 1.12-1.19x on the emulated AGX Orin's 16 SMs);
+stage 4 (a 7x7 map, one token split): one fused launch whose context stays in shared memory, so exactly the
+compulsory bytes. benchmarks/results/kernels_traffic.json has every stage case.
 """
 import importlib.util
 import os
@@ -23,7 +22,7 @@ from test_plugins_kernels_emulated import emulated_kernels, emulated_library, ke
 
 SCRIPT = os.path.join(REPO_ROOT, "benchmarks", "kernels_traffic.py")
 #: today's ceiling for the memory-bound ops (see the module docstring)
-MEMORY_BOUND_CEILING = {"launches": 2, "bytes_over_compulsory": {1: 1.4, 4: 4.6}}
+MEMORY_BOUND_CEILING = {"launches": 2, "bytes_over_compulsory": {1: 1.3, 4: 1.0}}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +66,8 @@ def test_every_call_moves_at_least_its_compulsory_bytes(kernels, traffic, op, pa
         assert entry["bytes_over_compulsory"] <= MEMORY_BOUND_CEILING["bytes_over_compulsory"][stage], entry
         met = entry["bytes_over_compulsory"] <= 1.3 and entry["launches"] <= 2
         assert entry["target_met"] is met
+        if stage == 4:  # one fused launch, no workspace traffic at all
+            assert entry["launches"] == 1 and entry["other_stream_operations"] == 0, entry
 
 
 @pytest.mark.parametrize("op, landmarks, tensor_core, warp", [
