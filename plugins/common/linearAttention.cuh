@@ -96,8 +96,15 @@ struct LinearAttentionParams
     float qtGamma[kMaxQtGroups];
     float* partials;       // [batch][heads][splits][2 * dk + dk * d]
     float* context;        // [batch][heads][dkPad][contextColumns]
-    unsigned int* tickets; // [batch][heads]: reduction blocks done so far (zeroed before the reduction, splits > 1)
+    unsigned int* tickets; // [batch][heads]: reduction blocks done so far (splits > 1; wraps to 0 after the last)
     int fusedContextOffsetFloats; // fused kernels: where the context sits in shared memory (linearFusedShared)
+    // single launch (claimLinearWorkItem): the work queue's counter and per-(batch, head) context-ready counts, in
+    // the library's launch state (common/launchState.h: zero between launches); null for the other kernels
+    unsigned int* queue;
+    unsigned int* ready;
+    int problems;              // batch x heads
+    int outputChunksPerProblem; // output items per (batch, head), each of up to tilesPerOutputChunk token tiles
+    int tilesPerOutputChunk;
 };
 
 struct LinearAttentionPlan
@@ -554,8 +561,10 @@ __device__ void finishReduction(LinearAttentionParams const& p, int batch, int h
         __syncthreads();
         if (threadIdx.x == 0)
         {
-            unsigned int const ticket = atomicAdd(p.tickets + static_cast<int64_t>(batch) * p.heads + head, 1U);
-            isLast[0] = ticket == static_cast<unsigned int>(p.splits - 1) ? 1.0F : 0.0F;
+            // wraps back to 0 on the last arrival, so the tickets are zero again after the launch
+            unsigned int const last = static_cast<unsigned int>(p.splits - 1);
+            unsigned int const ticket = atomicInc(p.tickets + static_cast<int64_t>(batch) * p.heads + head, last);
+            isLast[0] = ticket == last ? 1.0F : 0.0F;
         }
         __syncthreads();
         if (isLast[0] == 0.0F)
@@ -569,6 +578,115 @@ __device__ void finishReduction(LinearAttentionParams const& p, int batch, int h
         __syncthreads(); // the caller's shared memory is free
     }
     combineSplits<kMap>(p, batch, head, shared, sharedFloats);
+    if (p.ready != nullptr) // single launch: the problem's output chunks may start (waitForLinearContext)
+    {
+        __threadfence(); // release: every thread's context stores before the count
+        __syncthreads();
+        if (threadIdx.x == 0)
+        {
+            atomicExch(p.ready + static_cast<int64_t>(batch) * p.heads + head,
+                static_cast<unsigned int>(p.outputChunksPerProblem));
+        }
+    }
+}
+
+//! One item of the single-launch pass: the reduction of token split `split` of (batch, head), or its output tiles
+//! firstTile .. endTile - 1 (numbered over the launch as in outputTiles).
+struct LinearWorkItem
+{
+    bool reduce;
+    int batch;
+    int head;
+    int split;
+    int64_t problem;
+    int64_t firstTile;
+    int64_t endTile;
+};
+
+/*
+ * The next item of the single-launch pass, claimed by thread 0 from the queue and shared through `slot` (static
+ * shared memory); false once the queue is exhausted. Claim order: every reduction item, then every output chunk,
+ * both problem-major. The counter wraps to 0 with its last claim (the items plus one failed claim per block), so it
+ * needs no reset. Deadlock-free for any grid: an output chunk waits only on reduction items, which come before it
+ * in the queue, so blocks that are running hold them, and reduction items wait on nothing.
+ */
+__device__ __forceinline__ bool claimLinearWorkItem(
+    LinearAttentionParams const& p, int tokenTile, unsigned int* slot, LinearWorkItem& item)
+{
+    unsigned int const reduceItems = static_cast<unsigned int>(p.problems) * p.splits;
+    unsigned int const items = reduceItems + static_cast<unsigned int>(p.problems) * p.outputChunksPerProblem;
+    unsigned int const lastClaim = items + gridDim.x - 1;
+    __syncthreads(); // the previous item is done with shared memory and the slot
+    if (threadIdx.x == 0)
+    {
+        slot[0] = atomicInc(p.queue, lastClaim);
+    }
+    __syncthreads();
+    unsigned int const index = slot[0];
+    if (index >= items)
+    {
+#if defined(EDGEATTN_CUDA_EMULATION)
+        // Blocks run one after the other here, so the final claim comes after every other block has ended: the
+        // launch state must be zero again (the queue, every ticket and every ready count).
+        if (index == lastClaim && threadIdx.x == 0)
+        {
+            for (int problem = 0; problem < p.problems; ++problem)
+            {
+                if (p.tickets[problem] != 0U || p.ready[problem] != 0U || p.queue[0] != 0U)
+                {
+                    ::cuda_emu::detail::deviceFault(cudaErrorLaunchFailure,
+                        "the single launch left its counters set (queue %u, problem %d: ticket %u, ready %u)",
+                        p.queue[0], problem, p.tickets[problem], p.ready[problem]);
+                }
+            }
+        }
+#endif
+        return false;
+    }
+    item.reduce = index < reduceItems;
+    unsigned int const problemIndex
+        = item.reduce ? index / p.splits : (index - reduceItems) / p.outputChunksPerProblem;
+    item.problem = problemIndex;
+    item.head = static_cast<int>(problemIndex % p.heads);
+    item.batch = static_cast<int>(problemIndex / p.heads);
+    item.split = item.reduce ? static_cast<int>(index - problemIndex * p.splits) : 0;
+    int64_t const tilesPerProblem = ceilDiv(p.tokens, tokenTile);
+    int const chunk = item.reduce ? 0 : static_cast<int>(index - reduceItems - problemIndex * p.outputChunksPerProblem);
+    item.firstTile = item.problem * tilesPerProblem + static_cast<int64_t>(chunk) * p.tilesPerOutputChunk;
+    item.endTile = min(item.firstTile + p.tilesPerOutputChunk, (item.problem + 1) * tilesPerProblem);
+    return true;
+}
+
+/*
+ * An output chunk of the single launch waits here until the last reduction block of its problem has merged the
+ * context (finishReduction sets the problem's count of chunks; each chunk takes one back, so it is zero again after
+ * the last): thread 0 polls the count with an atomic (L2), then fences (acquire) before the block reads the
+ * context with ld.global.cg.
+ */
+__device__ __forceinline__ void waitForLinearContext(LinearAttentionParams const& p, int64_t problem)
+{
+    if (threadIdx.x == 0)
+    {
+        unsigned int* const ready = p.ready + problem;
+#if defined(EDGEATTN_CUDA_EMULATION)
+        // blocks run one after the other: a count not set yet would never be (a GPU would spin forever)
+        if (*ready == 0U)
+        {
+            ::cuda_emu::detail::deviceFault(cudaErrorLaunchFailure,
+                "an output chunk waits for problem %lld's context, which no earlier block merged", (long long)problem);
+        }
+#else
+        while (atomicAdd(ready, 0U) == 0U)
+        {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+            __nanosleep(128);
+#endif
+        }
+#endif
+        atomicSub(ready, 1U);
+        __threadfence();
+    }
+    __syncthreads();
 }
 
 /*
@@ -891,7 +1009,8 @@ __device__ __forceinline__ void outputTiles(
             = kFused ? fusedContext : p.context + problem * featurePad * contextColumns;
         for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
         {
-            context[index] = contextSource[index];
+            // ld.global.cg from the workspace: the single launch's merge stored it during the launch
+            context[index] = kFused ? contextSource[index] : __ldcg(contextSource + index);
         }
     }
     T const* const queries[1] = {qPtr};
@@ -1043,6 +1162,11 @@ inline void setLinearAttentionWorkspace(
     params.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + contextBytes);
     params.tickets = reinterpret_cast<unsigned int*>(static_cast<char*>(workspace) + contextBytes + partialBytes);
     params.fusedContextOffsetFloats = 0;
+    params.queue = nullptr;
+    params.ready = nullptr;
+    params.problems = batch * params.heads;
+    params.outputChunksPerProblem = 0;
+    params.tilesPerOutputChunk = 0;
     params.splits = plan.splits;
     params.tokensPerSplit = plan.tokensPerSplit;
     params.qtLinearScale = std::sqrt(4.0F / static_cast<float>(params.headDim)); // IEEE sqrt, as sqrtf on the device
@@ -1076,11 +1200,17 @@ inline int resetLinearTickets(LinearAttentionParams const& params, int batch, cu
  * tiles that this costs at most 1/8 of the bytes its tiles move (q read, out written, d FP16 channels). With few
  * tiles (small maps at small batch) the pass runs on fewer, longer blocks; with many, one wave decides.
  */
-inline int64_t linearOutputBlocksNeeded(int64_t items, int contextFloatsRead, int headDim, int tokenTile)
+inline int linearOutputTilesPerBlock(int contextFloatsRead, int headDim, int tokenTile)
 {
     size_t const tileBytes = 2 * static_cast<size_t>(tokenTile) * headDim * 2;
-    size_t const minItems = std::max<size_t>(1, (8 * sizeof(float) * contextFloatsRead + tileBytes - 1) / tileBytes);
-    return (items + static_cast<int64_t>(minItems) - 1) / static_cast<int64_t>(minItems);
+    return static_cast<int>(
+        std::max<size_t>(1, (8 * sizeof(float) * contextFloatsRead + tileBytes - 1) / tileBytes));
+}
+
+inline int64_t linearOutputBlocksNeeded(int64_t items, int contextFloatsRead, int headDim, int tokenTile)
+{
+    int64_t const minItems = linearOutputTilesPerBlock(contextFloatsRead, headDim, tokenTile);
+    return (items + minItems - 1) / minItems;
 }
 
 /*

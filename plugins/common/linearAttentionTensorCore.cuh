@@ -34,6 +34,7 @@
 
 #include "common/asyncCopy.cuh"
 #include "common/kernelPath.h"
+#include "common/launchState.h"
 #include "common/linearAttention.cuh"
 #include "common/splitTensorCore.cuh"
 
@@ -729,6 +730,8 @@ __device__ __forceinline__ void outputTilesMma(
             // values for x >= 0; the maximum does not depend on the order), over coalesced reads.
             float const* const contextGlobal
                 = kFused ? fusedContext : p.context + problem * roundUp4(dk) * contextColumns;
+            // ld.global.cg from the workspace: the single launch's merge stored it during the launch
+            auto const contextAt = [&](int index) { return kFused ? contextGlobal[index] : __ldcg(contextGlobal + index); };
             unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
             __syncthreads(); // the previous tile is done with the context split and the column scales
             for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
@@ -741,7 +744,7 @@ __device__ __forceinline__ void outputTilesMma(
                 int const j = index % contextColumns;
                 if (j <= d)
                 {
-                    atomicMax(columnMaxBits + j, __float_as_uint(fabsf(contextGlobal[index])));
+                    atomicMax(columnMaxBits + j, __float_as_uint(fabsf(contextAt(index))));
                 }
             }
             __syncthreads();
@@ -754,7 +757,7 @@ __device__ __forceinline__ void outputTilesMma(
             {
                 int const i = index / valueColumns;
                 int const j = index - i * valueColumns;
-                float const value = i < dk && j <= d ? contextGlobal[i * contextColumns + j] * columnScale[j] : 0.0F;
+                float const value = i < dk && j <= d ? contextAt(i * contextColumns + j) * columnScale[j] : 0.0F;
                 int const at = i * layout.contextStride + j;
                 splitHalf(value, contextHigh + at, contextLow + at);
             }
@@ -978,6 +981,34 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
 #endif
 }
 
+/*
+ * The whole pass in one launch when the heads have several token splits: a persistent grid whose blocks claim work
+ * items in order from a queue (claimLinearWorkItem): the reductions first (the last block of each head merges its
+ * splits and marks the context ready), then the output chunks, each waiting for its head's context
+ * (waitForLinearContext). No ticket memset: the queue, tickets and ready counts live in the library's launch state
+ * and are zero again when the launch ends.
+ */
+template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
+__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, 1) linearSingleLaunchMmaKernel(LinearAttentionParams const p)
+{
+#if EDGEATTN_MMA_AVAILABLE
+    __shared__ unsigned int claimSlot[1];
+    LinearWorkItem item;
+    while (claimLinearWorkItem(p, kLinearMmaOutputTile, claimSlot, item))
+    {
+        if (item.reduce)
+        {
+            reduceSplitMma<kMap, kTokenMajor, kValueTiles>(p, item.split, item.head, item.batch);
+        }
+        else
+        {
+            waitForLinearContext(p, item.problem);
+            outputTilesMma<kMap, kTokenMajor, kValueTiles>(p, item.firstTile, item.endTile);
+        }
+    }
+#endif
+}
+
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
 int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionPlan const& plan,
     LinearMmaPlan const& mmaPlan, int batch, cudaStream_t stream, char const* function)
@@ -990,6 +1021,37 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionP
         linearFusedMmaKernel<kMap, kTokenMajor, kValueTiles>
             <<<fusedGrid, mmaPlan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedMmaKernel");
+    }
+    int64_t const tilesPerProblem = ceilDiv(params.tokens, kLinearMmaOutputTile);
+    // the context is read twice per head a block touches: its column maxima, then its split
+    int const tilesPerChunk
+        = linearOutputTilesPerBlock(2 * plan.featurePad * plan.contextColumns, params.headDim, kLinearMmaOutputTile);
+    int64_t const chunks = (tilesPerProblem + tilesPerChunk - 1) / tilesPerChunk;
+    int64_t const queueItems = static_cast<int64_t>(batch) * params.heads * (params.splits + chunks);
+    size_t const singleLaunchShared = std::max(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes);
+    if (params.splits > 1 && mmaPlan.reduceThreads >= kLinearMmaOutputThreads && queueItems < (int64_t{1} << 30)
+        && singleLaunchShared + 16 <= kMaxSharedBytes) // + the claim slot (static, 16 bytes as ptxas places it)
+    {
+        unsigned int* state = nullptr;
+        size_t const problems = static_cast<size_t>(batch) * params.heads;
+        int const status = launchState(stream, 1 + 2 * problems, &state, function);
+        if (status != EDGEATTN_STATUS_SUCCESS)
+        {
+            return status;
+        }
+        if (state != nullptr) // else capturing before the state exists: the kernels below
+        {
+            params.queue = state;
+            params.tickets = state + 1;
+            params.ready = state + 1 + problems;
+            params.outputChunksPerProblem = static_cast<int>(chunks);
+            params.tilesPerOutputChunk = tilesPerChunk;
+            int const blocks = persistentBlocks(linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>,
+                mmaPlan.reduceThreads, singleLaunchShared, queueItems);
+            linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>
+                <<<blocks, mmaPlan.reduceThreads, singleLaunchShared, stream>>>(params);
+            return checkLaunch(function, "linearSingleLaunchMmaKernel");
+        }
     }
     int status = resetLinearTickets(params, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)

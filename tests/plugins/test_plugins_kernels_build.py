@@ -179,7 +179,7 @@ def cuobjdump(nvcc):
 TENSOR_CORE_SASS = re.compile(r"\b(HMMA|LDSM)\b")
 #: the tensor-core kernels of EFFATT / LiteMLA (common/linearAttentionTensorCore.cuh) and SOFT
 LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "linearFusedMmaKernel",
-                               "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel",
+                               "linearSingleLaunchMmaKernel", "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel",
                                "softNewtonGemmMmaKernel")
 
 
@@ -523,8 +523,8 @@ def test_tensor_core_ptx_is_confined_to_the_tensor_core_kernels(kernels_build):
 
 
 @pytest.mark.parametrize("source, kernels", [
-    ("efficientAttention/efficientAttentionKernel.cu", 9),  # reduce + output + fused x 3 value-tile counts
-    ("liteMLA/liteMLAKernel.cu", 18),                       # the same for ReLU and quadratic Taylor
+    ("efficientAttention/efficientAttentionKernel.cu", 12),  # reduce, output, fused, single launch x 3 value tiles
+    ("liteMLA/liteMLAKernel.cu", 24),                        # the same for ReLU and quadratic Taylor
     # Newton + pass 1 / pass 2 x 2 value-tile counts + the GEMM-tiled Newton's two products
     ("softKernelAttention/softKernelAttentionKernel.cu", 7),
     ("blockifyAttention/blockifyFlashHd16.cu", 1),          # the pipelined blockify kernel, one head_dim each

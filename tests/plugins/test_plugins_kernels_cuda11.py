@@ -57,6 +57,6 @@ def test_only_the_orin_sass_has_tensor_core_instructions(cuda_11_8_kernels_build
     else:
         # every tensor-core kernel (blockify, EFFATT/LiteMLA, SOFT), and only those
         assert with_mma and all("Mma" in name for name in with_mma), with_mma
-        for kernel in ("blockifyMmaKernel", "linearReduceMmaKernel", "linearOutputMmaKernel", "softNewtonMmaKernel",
-                       "softNewtonGemmMmaKernel"):
+        for kernel in ("blockifyMmaKernel", "linearReduceMmaKernel", "linearOutputMmaKernel",
+                       "linearSingleLaunchMmaKernel", "softNewtonMmaKernel", "softNewtonGemmMmaKernel"):
             assert any(kernel in name for name in with_mma), (kernel, with_mma)

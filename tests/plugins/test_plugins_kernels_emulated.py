@@ -153,7 +153,8 @@ def random_tensor(shape, dtype, scale=1.0, seed=0):
 def run_both_schedules(kernels, launch, label):
     """Runs ``launch(buffers) -> (status, output tensor)`` in the forward and the reverse warp-greedy schedule on
     fresh buffers; the two outputs must be bitwise identical, fully written, and nothing outside them touched.
-    Returns (output, launch log of the forward run)."""
+    Returns (output, launch log of the reverse run: the second call, so a launcher's one-time setup on the stream,
+    such as the linear passes' launch state, is not in it)."""
     results = []
     for reverse in (False, True):
         kernels.reset()
@@ -166,7 +167,7 @@ def run_both_schedules(kernels, launch, label):
         buffers.check(label)
         assert not torch.isnan(output).any(), "{}: output elements left unwritten (or NaN)".format(label)
         results.append((output.clone(), list(kernels.launches())))
-    (forward, log), (reverse_output, _) = results
+    (forward, _), (reverse_output, log) = results
     assert torch.equal(_bits(forward), _bits(reverse_output)), (
         "{}: the result depends on the block/warp/thread schedule (missing barrier, a warp racing ahead, or an "
         "inter-block dependency)".format(label))
@@ -891,16 +892,25 @@ def test_a_planted_fragment_layout_bug_fails_the_kernel_tests(planted_kernels, c
 
 
 # ---- EFFATT --------------------------------------------------------------------------------------------------------
-def run_efficient(kernels, q, k, v, heads, misaligned=False):
+#: a stream handle no call uses otherwise: launched while "capturing", it never gets the linear passes' launch state
+#: (common/launchState.h), so the tensor-core path takes its memset-and-two-kernels form
+CAPTURED_STREAM = 0xC0FFEE
+
+
+def run_efficient(kernels, q, k, v, heads, misaligned=False, captured=False, stream=0):
+    """EFFATT through both schedules against the reference, on `stream` (a handle; the emulator runs every stream
+    in order); `captured`: on CAPTURED_STREAM while the emulator reports a CUDA graph capture."""
     batch, tokens, channels = q.shape
     nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
 
     def launch(buffers):
         qb, kb, vb = (buffers.input(t, misaligned) for t in (q, k, v))
         out = buffers.output(q.shape, q.dtype, misaligned)
+        kernels.set_capturing(captured)
         status = kernels.efficient_attention(ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, tokens, channels, heads,
                                              buffers.workspace(nbytes), nbytes, dtype=dtype_name(q.dtype),
-                                             check=False)
+                                             stream=CAPTURED_STREAM if captured else stream, check=False)
+        kernels.set_capturing(False)
         return status, out
 
     label = "effatt B={} N={} C={} heads={} {}".format(batch, tokens, channels, heads, q.dtype)

@@ -1,7 +1,8 @@
 """The launch structure of the linear-attention passes (EFFATT, LiteMLA ReLU / quadratic Taylor), run on the CPU by the
 CUDA emulation: the context merged by the last reduction block to arrive (a ticket counter, no combine launch), one
-fused block per (batch, head) when the head is one token split (its context kept in shared memory), and the
-persistent output pass.
+fused block per (batch, head) when the head is one token split (its context kept in shared memory), the persistent
+output pass, and on the tensor-core path the single launch of several splits (a work queue of reductions then
+output chunks, with counters in the library's per-stream launch state that reset themselves).
 
 The merge adds the splits in split order, so the output must have the same bits whichever block arrives last: each
 case runs with the blocks in index order, reversed, and in seeded pseudo-random orders (the emulator's
@@ -24,8 +25,8 @@ from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
 from kernel_reference_check import assert_matches_reference  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
     CAPABILITIES, CAPABILITY_IDS, Buffers, _bits, dtype_name, effatt_inputs, emulated_kernels, emulated_library,
-    expected_splits, kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient, run_lite_mla,
-    shortest_split)
+    CAPTURED_STREAM, expected_splits, kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient,
+    run_lite_mla, shortest_split)
 from edgeattn.plugins import kernels_abi  # noqa: E402
 
 #: (reverse, round_robin, block-order seed): index order, reversed, three permutations (one round-robin)
@@ -38,7 +39,7 @@ def launch_names(log):
 
 def run_in_every_order(kernels, launch, label):
     """``launch(buffers) -> (status, output)`` under every ORDERS entry; returns the output, which must have the same
-    bits in each, and the launch log."""
+    bits in each, and the launch log of the last (so without a launcher's one-time setup on the stream)."""
     outputs = []
     for reverse, round_robin, seed in ORDERS:
         kernels.reset()
@@ -47,10 +48,11 @@ def run_in_every_order(kernels, launch, label):
         buffers = Buffers()
         status, out = launch(buffers)
         assert status == kernels_abi.STATUS_SUCCESS, (label, status, kernels.last_error(), kernels.fault())
+        assert kernels.fault() == "", (label, kernels.fault())
         buffers.check(label)
         assert not torch.isnan(out).any(), "{}: output elements left unwritten (or NaN)".format(label)
         outputs.append((out.clone(), list(kernels.launches())))
-    first, log = outputs[0]
+    first, log = outputs[0][0], outputs[-1][1]
     for (reverse, round_robin, seed), (out, _) in zip(ORDERS[1:], outputs[1:]):
         assert torch.equal(_bits(first), _bits(out)), (
             "{}: the output depends on the block arrival order (reverse={}, round_robin={}, seed={})".format(
@@ -59,16 +61,18 @@ def run_in_every_order(kernels, launch, label):
     return first, log
 
 
-def efficient_launch(kernels, q, k, v, heads):
+def efficient_launch(kernels, q, k, v, heads, stream=0, captured=False):
     batch, tokens, channels = q.shape
     nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
 
     def launch(buffers):
         qb, kb, vb = (buffers.input(t) for t in (q, k, v))
         out = buffers.output(q.shape, q.dtype)
+        kernels.set_capturing(captured)
         status = kernels.efficient_attention(ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, tokens, channels, heads,
                                              buffers.workspace(nbytes), nbytes, dtype=dtype_name(q.dtype),
-                                             check=False)
+                                             stream=CAPTURED_STREAM if captured else stream, check=False)
+        kernels.set_capturing(False)
         return status, out
 
     return launch
@@ -84,11 +88,12 @@ def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, cap
     q, k, v = effatt_inputs(2, 1000, 64, dtype)
     label = "effatt N=1000 sm{}{}".format(*capability)
     out, log = run_in_every_order(kernels, efficient_launch(kernels, q, k, v, 2), label)
-    mma = "Mma" if capability >= (8, 0) else ""
-    assert launch_names(log) == ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
-                                 "linearOutput{}Kernel".format(mma)], log
     assert expected_splits(1000, 32, 32) == 3
-    assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(3,2,2)" in log[1], log  # 2 x 2 tickets
+    if capability >= (8, 0):  # the single launch (its own tests below)
+        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
+    else:
+        assert launch_names(log) == ["cudaMemsetAsync", "linearReduceKernel", "linearOutputKernel"], log
+        assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(3,2,2)" in log[1], log  # 2 x 2 tickets
     assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=2), [q, k, v], dtype,
                              label)
 
@@ -114,8 +119,11 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
         return status, out
 
     out, log = run_in_every_order(kernels, launch, "litemla {} orders".format(kernel))
-    assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=({},2,2)".format(splits) in log[1], log
-    assert len(log) == 3, log
+    if capability >= (8, 0):
+        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
+    else:
+        assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=({},2,2)".format(splits) in log[1], log
+        assert len(log) == 3, log
     run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
 
 
@@ -148,30 +156,31 @@ def test_tensor_core_token_tiles_move_in_16_byte_accesses(planted_linear_kernels
 def test_one_split_heads_take_one_fused_launch(kernels, capability):
     """N = 196 (224's stage 3), 49 (stage 4) and one token short of two splits' shortest length (head_dim 32: 543):
     one block per (batch, head) reduces, keeps the context in shared memory and writes every output tile of its head
-    in a single launch, no memset; one token more (two splits) takes the tickets' memset, the reduction and the
-    output pass."""
+    in a single launch, no memset; one token more (two splits) takes the single launch on the tensor-core path, the
+    tickets' memset, the reduction and the output pass on the scalar one."""
     kernels.set_compute_capability(*capability)
     mma = "Mma" if capability >= (8, 0) else ""
     two_splits = 2 * shortest_split(32, 32)
     assert expected_splits(two_splits - 1, 32, 32) == 1 and expected_splits(two_splits, 32, 32) == 2
     fused = ["linearFused{}Kernel".format(mma)]
-    for tokens, expected in ((196, fused), (49, fused), (two_splits - 1, fused),
-                             (two_splits, ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
-                                           "linearOutput{}Kernel".format(mma)])):
+    split = (["linearSingleLaunchMmaKernel"] if capability >= (8, 0)
+             else ["cudaMemsetAsync", "linearReduceKernel", "linearOutputKernel"])
+    for tokens, expected in ((196, fused), (49, fused), (two_splits - 1, fused), (two_splits, split)):
         log = run_efficient(kernels, *effatt_inputs(3, tokens, 64, torch.float16), heads=2)
         assert launch_names(log) == expected, (tokens, log)
-        if len(expected) == 1:
+        if expected == fused:
             assert "grid=(2,3,1)" in log[0], log
 
 
 def test_persistent_output_blocks_form_one_wave(kernels):
     """The output pass launches at most one wave of blocks (the emulated GPU has one multiprocessor of 2048 threads
     and 64 KiB of shared memory), each over a contiguous range of (problem, token tile) items: 3 x 2 heads x 10 tiles
-    of 64 tokens at N = 600 on a handful of blocks, every output element written (run_efficient checks it against the
-    reference)."""
+    of 64 tokens at N = 600 (2 splits) on a handful of blocks, every output element written (run_efficient checks
+    it against the reference). The tensor-core path's form of it, outside the single launch, runs when the stream is
+    being captured before it has launch state."""
     for capability in CAPABILITIES:
         kernels.set_compute_capability(*capability)
-        log = run_efficient(kernels, *effatt_inputs(3, 600, 64, torch.float16), heads=2)
+        log = run_efficient(kernels, *effatt_inputs(3, 600, 64, torch.float16), heads=2, captured=True)
         output = log[2]
         blocks = int(output.split("grid=(")[1].split(",")[0])
         assert "linearOutput" in output and 1 <= blocks <= 16, log
@@ -185,9 +194,8 @@ PLANTED_LINEAR_BUGS = (
     ("common/linearAttention.cuh", "#include <algorithm>\n#include <cmath>\n",
      '#include <algorithm>\n#include <cmath>\nextern "C" int edgeattn_planted_bug;\n'),
     # 1: the first block to arrive merges (before the other splits' partials exist)
-    ("common/linearAttention.cuh", "isLast[0] = ticket == static_cast<unsigned int>(p.splits - 1) ? 1.0F : 0.0F;",
-     "isLast[0] = ticket == (edgeattn_planted_bug == 1 ? 0U : static_cast<unsigned int>(p.splits - 1)) ? 1.0F "
-     ": 0.0F;"),
+    ("common/linearAttention.cuh", "isLast[0] = ticket == last ? 1.0F : 0.0F;",
+     "isLast[0] = ticket == (edgeattn_planted_bug == 1 ? 0U : last) ? 1.0F : 0.0F;"),
     # 2: the tickets are not reset (the workspace holds garbage between enqueues)
     ("common/linearAttention.cuh", "    if (params.splits <= 1)\n",
      "    if (params.splits <= 1 || edgeattn_planted_bug == 2)\n"),
@@ -242,6 +250,21 @@ PLANTED_LINEAR_BUGS = (
      "            = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
     ("common/linearAttentionTensorCore.cuh", "                = kFused ? fusedContext : p.context",
      "                = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
+    # 11: the single launch's queue does not wrap back to 0 with its last claim
+    ("common/linearAttention.cuh", "        slot[0] = atomicInc(p.queue, lastClaim);",
+     "        slot[0] = atomicInc(p.queue, lastClaim + (edgeattn_planted_bug == 11 ? 1U : 0U));"),
+    # 12: an output chunk does not take its ready count back
+    ("common/linearAttention.cuh", "        atomicSub(ready, 1U);",
+     "        atomicSub(ready, edgeattn_planted_bug == 12 ? 0U : 1U);"),
+    # 13: the merging block does not mark the context ready
+    ("common/linearAttention.cuh", "    if (p.ready != nullptr) // single launch",
+     "    if (p.ready != nullptr && edgeattn_planted_bug != 13) // single launch"),
+    # 14: the tickets count up instead of wrapping back to 0 on the last arrival
+    ("common/linearAttention.cuh",
+     "            unsigned int const ticket = atomicInc(p.tickets + static_cast<int64_t>(batch) * p.heads + head, last);",
+     "            unsigned int const ticket = edgeattn_planted_bug == 14\n"
+     "                ? atomicAdd(p.tickets + static_cast<int64_t>(batch) * p.heads + head, 1U)\n"
+     "                : atomicInc(p.tickets + static_cast<int64_t>(batch) * p.heads + head, last);"),
     # 4: a persistent block keeps the context of its first problem
     ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
      "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
@@ -259,32 +282,112 @@ def planted_linear_kernels(emulated_library):
 
 
 PLANTED_LAUNCH_BUGS = [
-    (1, 600, "left unwritten", "first-block-merges"),
-    (2, 600, "left unwritten", "tickets-not-reset"),
-    (3, 196, "left unwritten", "fused-first-tile-only"),
-    (4, 600, "FP16 max error", "stale-persistent-context"),
-    (5, 600, "left unwritten", "vector-load-offset"),  # the slipped last chunk of a row reads the NaN guard past the tensor
-    (9, 196, "FP16 max error", "fused-context-not-normalised"),
-    (10, 196, "left unwritten", "fused-context-from-the-workspace"),  # the tests fill the workspace with NaN
+    # (bug, tokens, what the failure says, name, captured: on sm_87 the memset-and-two-kernels form the tensor-core
+    # path takes while a stream without launch state is captured, which has the mechanism)
+    (1, 600, "left unwritten", "first-block-merges", False),
+    (2, 600, "left unwritten", "tickets-not-reset", True),
+    (3, 196, "left unwritten", "fused-first-tile-only", False),
+    (4, 600, "FP16 max error", "stale-persistent-context", True),
+    (5, 600, "left unwritten", "vector-load-offset", False),  # the slipped last chunk of a row reads the NaN guard
+    (9, 196, "FP16 max error", "fused-context-not-normalised", False),
+    (10, 196, "left unwritten", "fused-context-from-the-workspace", False),  # the tests fill the workspace with NaN
 ]
 #: both paths have each mechanism (bug 5: the scalar path's 16-byte loads, the tensor-core path's cp.async ring)
-PLANTED_LAUNCH_MATRIX = [pytest.param(bug, tokens, message, capability, id="{}-{}".format(name, capability_id))
-                         for bug, tokens, message, name in PLANTED_LAUNCH_BUGS
+PLANTED_LAUNCH_MATRIX = [pytest.param(bug, tokens, message, captured, capability,
+                                      id="{}-{}".format(name, capability_id))
+                         for bug, tokens, message, name, captured in PLANTED_LAUNCH_BUGS
                          for capability, capability_id in zip(CAPABILITIES, CAPABILITY_IDS)]
 
 
-@pytest.mark.parametrize("bug, tokens, message, capability", PLANTED_LAUNCH_MATRIX)
-def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, tokens, message, capability):
+@pytest.mark.parametrize("bug, tokens, message, captured, capability", PLANTED_LAUNCH_MATRIX)
+def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, tokens, message, captured,
+                                                    capability):
     """Each planted bug fails the kernel test on both paths; with none selected the same library passes."""
     variant = planted_linear_kernels
     variant.set_compute_capability(*capability)
     q, k, v = effatt_inputs(2, tokens, 64, torch.float16)
     variant.planted_bug.value = 0
-    run_efficient(variant, q, k, v, heads=2)
+    run_efficient(variant, q, k, v, heads=2, captured=captured)
     variant.planted_bug.value = bug
     with pytest.raises(AssertionError) as caught:
-        run_efficient(variant, q, k, v, heads=2)
+        run_efficient(variant, q, k, v, heads=2, captured=captured)
     variant.planted_bug.value = 0
+    assert message in str(caught.value), str(caught.value)
+
+
+# ---- the single launch: a work queue whose counters reset themselves --------------------------------------------
+def test_single_launch_gives_the_bits_of_the_two_kernel_passes(kernels):
+    """sm_87, several splits: EFFATT (N = 1000, 3 splits; N = 3136, 11) and LiteMLA ReLU / QT (30 x 30) run as one
+    launch of linearSingleLaunchMmaKernel, no memset, and give bit for bit what the memset-and-two-kernels form gives
+    (the merge order is fixed; the output tiles are the same computation). The first call on a stream allocates and
+    zeroes its launch state (one memset, then never again); every call leaves the counters at zero, which the
+    emulated kernel checks when its last block ends (a fault otherwise), and a second call gives the same bits."""
+    kernels.set_compute_capability(8, 7)
+    for tokens, heads, batch in ((1000, 2, 2), (3136, 1, 1)):
+        q, k, v = effatt_inputs(batch, tokens, 32 * heads, torch.float16)
+        stream = 0x5000 + tokens  # a stream no other call used: its first call sets up the state
+        kernels.reset()
+        run_efficient(kernels, q, k, v, heads=heads, stream=stream)  # sets the stream's state up, checks the result
+        single = run_efficient(kernels, q, k, v, heads=heads, stream=stream)
+        two_kernel = run_efficient(kernels, q, k, v, heads=heads, captured=True)
+        assert launch_names(single) == ["linearSingleLaunchMmaKernel"], single
+        assert launch_names(two_kernel) == ["cudaMemsetAsync", "linearReduceMmaKernel", "linearOutputMmaKernel"]
+        outputs = []
+        for run in (dict(stream=stream), dict(captured=True)):
+            buffers = Buffers()
+            status, out = efficient_launch(kernels, q, k, v, heads, **run)(buffers)
+            assert status == kernels_abi.STATUS_SUCCESS and kernels.fault() == "", kernels.fault()
+            outputs.append(out.clone())
+        assert torch.equal(_bits(outputs[0]), _bits(outputs[1])), tokens
+    for kernel in ("relu", "quadratic_taylor"):
+        qkv, alpha, beta, gamma = lite_mla_case_inputs(("single", kernel, 16, 2, 2, 30, 30, "group"))
+        log = run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)
+        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
+
+
+def test_single_launch_sets_up_its_state_once_per_stream(kernels):
+    """The launch state is allocated (cudaMalloc, which the emulator fills with garbage) and zeroed by one memset
+    on the stream at its first call, and reused after; while a stream without state is being captured into a CUDA
+    graph (no cudaMalloc then) the call takes the memset-and-two-kernels form instead."""
+    kernels.set_compute_capability(8, 7)
+    q, k, v = effatt_inputs(1, 1000, 32, torch.float16)
+    stream = 0x6000
+    logs = []
+    for _ in range(2):
+        kernels.reset()
+        status, _ = efficient_launch(kernels, q, k, v, 1, stream=stream)(Buffers())
+        assert status == kernels_abi.STATUS_SUCCESS and kernels.fault() == "", kernels.fault()
+        logs.append(launch_names(kernels.launches()))
+    assert logs == [["cudaMemsetAsync", "linearSingleLaunchMmaKernel"], ["linearSingleLaunchMmaKernel"]], logs
+
+
+SINGLE_LAUNCH_BUGS = [
+    (11, "left its counters set", "queue-does-not-wrap"),
+    (12, "left its counters set", "ready-count-not-taken-back"),
+    (13, "which no earlier block merged", "context-never-marked-ready"),
+    (14, "left its counters set", "tickets-do-not-wrap"),
+]
+
+
+@pytest.mark.parametrize("bug, message", [pytest.param(bug, message, id=name)
+                                          for bug, message, name in SINGLE_LAUNCH_BUGS])
+def test_planted_bugs_in_the_single_launch_fail(planted_linear_kernels, bug, message):
+    """Each planted bug in the single launch's counters is a device fault in the emulation (the counters are not zero
+    when the launch ends, or a chunk would wait forever on a GPU); each runs on its own stream, since a planted bug
+    leaves that stream's state dirty. Not covered here: an output chunk that does not wait (blocks run one after the
+    other, so the context is always merged first), and the fences (GPU only)."""
+    variant = planted_linear_kernels
+    variant.set_compute_capability(8, 7)
+    q, k, v = effatt_inputs(2, 1000, 64, torch.float16)
+    stream = 0x7000 + bug
+    variant.planted_bug.value = 0
+    run_efficient(variant, q, k, v, heads=2, stream=stream)
+    variant.planted_bug.value = bug
+    try:
+        with pytest.raises(AssertionError) as caught:
+            run_efficient(variant, q, k, v, heads=2, stream=stream)
+    finally:
+        variant.planted_bug.value = 0
     assert message in str(caught.value), str(caught.value)
 
 

@@ -165,6 +165,7 @@ struct EmulatedDevice
 std::vector<EmulatedDevice> gDevices(1, EmulatedDevice{75, 75});
 int gMultiprocessors = 1; // what every emulated device reports (edgeattn_emu_set_multiprocessor_count)
 int gPlantedBug = 0;       // edgeattn_emu_set_planted_bug
+bool gCapturing = false;   // edgeattn_emu_set_capturing
 int gCurrentDevice = 0;
 unsigned char* gArena = nullptr;
 unsigned char* gStacks = nullptr;
@@ -1269,6 +1270,34 @@ cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStre
     return cudaSuccess;
 }
 
+cudaError_t cudaMalloc(void** pointer, size_t bytes)
+{
+    if (gStickyError != cudaSuccess)
+    {
+        return gStickyError;
+    }
+    void* const memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (memory == nullptr)
+    {
+        return gLastError = cudaErrorMemoryAllocation;
+    }
+    std::memset(memory, 0xA5, bytes); // uninitialised on a GPU
+    *pointer = memory;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* pointer)
+{
+    std::free(pointer);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
+{
+    *status = gCapturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemcpyAsync(void* destination, void const* source, size_t bytes, cudaMemcpyKind, cudaStream_t)
 {
     if (gStickyError != cudaSuccess)
@@ -1328,6 +1357,13 @@ EDGEATTN_EMU_EXPORT int edgeattn_emu_select_device(int major, int minor, int cod
     return gCurrentDevice;
 }
 
+//! Whether cudaStreamIsCapturing reports every stream as being captured into a CUDA graph (cudaMalloc is not
+//! allowed then), so launchers' capture paths can be tested; back to 0 at edgeattn_emu_reset.
+EDGEATTN_EMU_EXPORT void edgeattn_emu_set_capturing(int capturing)
+{
+    gCapturing = capturing != 0;
+}
+
 //! Switches on the bug `id` of a planted-bug variant library (0: none); kept across edgeattn_emu_reset.
 EDGEATTN_EMU_EXPORT void edgeattn_emu_set_planted_bug(int id)
 {
@@ -1354,6 +1390,7 @@ EDGEATTN_EMU_EXPORT void edgeattn_emu_reset(void)
 {
     gStickyError = cudaSuccess;
     gLastError = cudaSuccess;
+    gCapturing = false;
     gFaulted = false;
     gFaultMessage.clear();
     gLaunches.clear();

@@ -439,6 +439,17 @@ struct cudaFuncAttributes
     int preferredShmemCarveout;
 };
 cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t stream = 0);
+//! Device memory is host memory here; cudaMalloc fills it with a garbage pattern (a GPU returns it uninitialised).
+cudaError_t cudaMalloc(void** pointer, size_t bytes);
+cudaError_t cudaFree(void* pointer);
+enum cudaStreamCaptureStatus
+{
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2,
+};
+//! Active while edgeattn_emu_set_capturing(1) says so (a stream being captured into a CUDA graph), else None.
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 cudaError_t cudaMemcpyAsync(
     void* destination, void const* source, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
@@ -821,6 +832,22 @@ T atomicMin(T* address, T value)
 {
     T const old = *address;
     *address = old < value ? old : value;
+    return old;
+}
+
+template <typename T>
+T atomicSub(T* address, T value)
+{
+    T const old = *address;
+    *address = old - value;
+    return old;
+}
+
+//! ((old >= limit) ? 0 : old + 1), as CUDA's atomicInc: a counter that wraps back to 0 after limit + 1 increments.
+inline unsigned int atomicInc(unsigned int* address, unsigned int limit)
+{
+    unsigned int const old = *address;
+    *address = old >= limit ? 0U : old + 1U;
     return old;
 }
 

@@ -35,6 +35,7 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
         self.emu.edgeattn_emu_set_block_order.argtypes = [ctypes.c_uint]
         self.emu.edgeattn_emu_set_multiprocessor_count.argtypes = [ctypes.c_int]
         self.emu.edgeattn_emu_set_planted_bug.argtypes = [ctypes.c_int]
+        self.emu.edgeattn_emu_set_capturing.argtypes = [ctypes.c_int]
         self.emu.edgeattn_emu_watch_global.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self.emu.edgeattn_emu_launch_traffic.argtypes = [
             ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_ulonglong)]
@@ -66,6 +67,11 @@ class EmulatedKernels(kernels_abi.KernelsLibrary):
     def set_multiprocessor_count(self, count):
         """The SM count the emulated devices report (default 1)."""
         self.emu.edgeattn_emu_set_multiprocessor_count(count)
+
+    def set_capturing(self, capturing):
+        """Whether every stream reports itself as being captured into a CUDA graph (cudaStreamIsCapturing);
+        back to False at reset()."""
+        self.emu.edgeattn_emu_set_capturing(1 if capturing else 0)
 
     def set_planted_bug(self, bug):
         """Switches on one bug of a planted-bug variant (tests/plugins/planted_bugs.py; 0: none). Kept across
