@@ -148,11 +148,12 @@ def measure(kernels, numpy, op, stage, batch, path, multiprocessors=MULTIPROCESS
             kernels.set_kernel_path(path)
 
     prepare()
-    if op in MEMORY_BOUND_OPS and path != "scalar" and not getattr(kernels, "launch_state_ready", False):
-        # the stream's one-time setup of the single launch's counters (plugins/common/launchState.h: one memset at
-        # the first call on a stream), not a cost of each call
+    ready = kernels.__dict__.setdefault("launch_state_ready", set())  # the emulated devices (one per path) set up
+    if op in MEMORY_BOUND_OPS and PATHS[path] not in ready:
+        # the one-time setup of the single launch's counters on the device's stream (plugins/common/launchState.h:
+        # one memset at the first call), not a cost of each call
         call(kernels, numpy, op, stage, batch)
-        kernels.launch_state_ready = True
+        ready.add(PATHS[path])
         prepare()
     inputs, outputs = call(kernels, numpy, op, stage, batch)
     launches = kernels.traffic()  # kernel launches and the stream's memsets/memcpys, in order

@@ -10,7 +10,8 @@
  * normalised context), c = 1 and eps = 0, so out = softmax(q) G' with softmax(q) = exp(q - max) / sum.
  * LiteMLA: phi = relu or [a x^2, b sqrt(4/d) x, g]; G' = G, c = l (the padded-V trick), eps from the attribute.
  *
- * Kernels (2 launches, and a memset of the tickets when there are several splits):
+ * Kernels (one launch: linearFusedKernel for one split, linearSingleLaunchKernel's work queue over the two passes
+ * for several; without launch state, a memset of the tickets and these two launches):
  *   1. linearReduceKernel   grid (splits, heads, batch): FP32 partial (max, sum, G) over a token range. The
  *      tokens of a tile are staged in shared memory (phi(k) and v, FP32); each thread owns a 4x4 register tile
  *      of G and several thread groups split the tile's tokens, reduced through shared memory at the end. The last
@@ -34,6 +35,7 @@
 
 #include "common/deviceUtils.cuh"
 #include "common/kernelStatus.h"
+#include "common/launchState.h"
 
 #include <algorithm>
 #include <cmath>
@@ -1243,9 +1245,68 @@ int persistentBlocks(Kernel* kernel, int threads, size_t sharedBytes, int64_t it
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(items, wave)));
 }
 
-//! One launch (linearFusedKernel) when every head is one split and its shared memory fits, else the reduction and
-//! the persistent output pass (after the tickets' memset when there are several splits). The caller has validated
-//! shapes, the plan and the workspace.
+//! Block size of the scalar single launch: the output pass's, and the reduction's up to head_dim 64.
+constexpr int kLinearSingleLaunchThreads = 256;
+
+/*
+ * The scalar path's single launch (several splits, the reduction's block within kLinearSingleLaunchThreads): the
+ * work queue of linearSingleLaunchMmaKernel (claimLinearWorkItem, waitForLinearContext) over reduceSplit and
+ * outputTiles.
+ */
+template <typename T, FeatureMap kMap, bool kTokenMajor>
+__global__ void __launch_bounds__(kLinearSingleLaunchThreads, 1) linearSingleLaunchKernel(LinearAttentionParams const p)
+{
+    __shared__ unsigned int claimSlot[1];
+    LinearWorkItem item;
+    while (claimLinearWorkItem(p, p.outputTokenTile, claimSlot, item))
+    {
+        if (item.reduce)
+        {
+            reduceSplit<T, kMap, kTokenMajor, true>(p, item.split, item.head, item.batch);
+        }
+        else
+        {
+            waitForLinearContext(p, item.problem);
+            outputTiles<T, kMap, kTokenMajor, true>(p, item.firstTile, item.endTile);
+        }
+    }
+}
+
+/*
+ * Sets `params` up for a single launch over `batch` x heads problems of token tiles of `tokenTile` tokens, output
+ * chunks of `tilesPerChunk` tiles: the queue, tickets and ready counts in the stream's launch state. False (params
+ * unchanged, *status success) where the queue would be too long or the stream has no state now (being captured):
+ * the caller's memset-and-two-kernels path; *status is an error only if the state's query failed.
+ */
+inline bool prepareLinearSingleLaunch(LinearAttentionParams& params, int batch, int tokenTile, int tilesPerChunk,
+    cudaStream_t stream, char const* function, int64_t* queueItems, int* status)
+{
+    *status = EDGEATTN_STATUS_SUCCESS;
+    int64_t const problems = static_cast<int64_t>(batch) * params.heads;
+    int64_t const chunks = (ceilDiv(params.tokens, tokenTile) + tilesPerChunk - 1) / tilesPerChunk;
+    *queueItems = problems * (params.splits + chunks);
+    if (params.splits <= 1 || *queueItems >= (int64_t{1} << 30))
+    {
+        return false;
+    }
+    unsigned int* state = nullptr;
+    *status = launchState(stream, 1 + 2 * static_cast<size_t>(problems), &state, function);
+    if (*status != EDGEATTN_STATUS_SUCCESS || state == nullptr)
+    {
+        return false;
+    }
+    params.queue = state;
+    params.tickets = state + 1;
+    params.ready = state + 1 + problems;
+    params.outputChunksPerProblem = static_cast<int>(chunks);
+    params.tilesPerOutputChunk = tilesPerChunk;
+    return true;
+}
+
+//! One launch (linearFusedKernel) when every head is one split and its shared memory fits; with several splits one
+//! launch of the work queue (linearSingleLaunchKernel) where the stream has launch state and the blocks fit, else
+//! the tickets' memset, the reduction and the persistent output pass (also for one split that does not fit the
+//! fused kernel, without the memset). The caller has validated shapes, the plan and the workspace.
 template <typename T, FeatureMap kMap, bool kTokenMajor>
 int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan const& plan, int batch, void* workspace,
     cudaStream_t stream, char const* function)
@@ -1264,7 +1325,26 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
         linearFusedKernel<T, kMap, kTokenMajor><<<fusedGrid, plan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedKernel");
     }
-    int status = resetLinearTickets(params, batch, stream, function);
+    size_t const singleLaunchShared = std::max(plan.reduceSharedBytes, plan.outputSharedBytes);
+    int64_t queueItems = 0;
+    int status = EDGEATTN_STATUS_SUCCESS;
+    if (plan.reduceThreads <= kLinearSingleLaunchThreads && plan.outputThreads == kLinearSingleLaunchThreads
+        && singleLaunchShared + 16 <= kMaxSharedBytes // + the claim slot (static, 16 bytes as ptxas places it)
+        && prepareLinearSingleLaunch(params, batch, plan.outputTokenTile,
+            linearOutputTilesPerBlock(plan.featurePad * plan.contextColumns, params.headDim, plan.outputTokenTile),
+            stream, function, &queueItems, &status))
+    {
+        int const blocks = persistentBlocks(linearSingleLaunchKernel<T, kMap, kTokenMajor>,
+            kLinearSingleLaunchThreads, singleLaunchShared, queueItems);
+        linearSingleLaunchKernel<T, kMap, kTokenMajor>
+            <<<blocks, kLinearSingleLaunchThreads, singleLaunchShared, stream>>>(params);
+        return checkLaunch(function, "linearSingleLaunchKernel");
+    }
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    status = resetLinearTickets(params, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;

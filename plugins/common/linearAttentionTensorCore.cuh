@@ -34,7 +34,6 @@
 
 #include "common/asyncCopy.cuh"
 #include "common/kernelPath.h"
-#include "common/launchState.h"
 #include "common/linearAttention.cuh"
 #include "common/splitTensorCore.cuh"
 
@@ -1022,38 +1021,27 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionP
             <<<fusedGrid, mmaPlan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedMmaKernel");
     }
-    int64_t const tilesPerProblem = ceilDiv(params.tokens, kLinearMmaOutputTile);
-    // the context is read twice per head a block touches: its column maxima, then its split
-    int const tilesPerChunk
-        = linearOutputTilesPerBlock(2 * plan.featurePad * plan.contextColumns, params.headDim, kLinearMmaOutputTile);
-    int64_t const chunks = (tilesPerProblem + tilesPerChunk - 1) / tilesPerChunk;
-    int64_t const queueItems = static_cast<int64_t>(batch) * params.heads * (params.splits + chunks);
     size_t const singleLaunchShared = std::max(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes);
-    if (params.splits > 1 && mmaPlan.reduceThreads >= kLinearMmaOutputThreads && queueItems < (int64_t{1} << 30)
-        && singleLaunchShared + 16 <= kMaxSharedBytes) // + the claim slot (static, 16 bytes as ptxas places it)
+    int64_t queueItems = 0;
+    int status = EDGEATTN_STATUS_SUCCESS;
+    // the output chunks' context is read twice per head: its column maxima, then its split
+    if (mmaPlan.reduceThreads >= kLinearMmaOutputThreads
+        && singleLaunchShared + 16 <= kMaxSharedBytes // + the claim slot (static, 16 bytes as ptxas places it)
+        && prepareLinearSingleLaunch(params, batch, kLinearMmaOutputTile,
+            linearOutputTilesPerBlock(2 * plan.featurePad * plan.contextColumns, params.headDim, kLinearMmaOutputTile),
+            stream, function, &queueItems, &status))
     {
-        unsigned int* state = nullptr;
-        size_t const problems = static_cast<size_t>(batch) * params.heads;
-        int const status = launchState(stream, 1 + 2 * problems, &state, function);
-        if (status != EDGEATTN_STATUS_SUCCESS)
-        {
-            return status;
-        }
-        if (state != nullptr) // else capturing before the state exists: the kernels below
-        {
-            params.queue = state;
-            params.tickets = state + 1;
-            params.ready = state + 1 + problems;
-            params.outputChunksPerProblem = static_cast<int>(chunks);
-            params.tilesPerOutputChunk = tilesPerChunk;
-            int const blocks = persistentBlocks(linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>,
-                mmaPlan.reduceThreads, singleLaunchShared, queueItems);
-            linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>
-                <<<blocks, mmaPlan.reduceThreads, singleLaunchShared, stream>>>(params);
-            return checkLaunch(function, "linearSingleLaunchMmaKernel");
-        }
+        int const blocks = persistentBlocks(linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>,
+            mmaPlan.reduceThreads, singleLaunchShared, queueItems);
+        linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>
+            <<<blocks, mmaPlan.reduceThreads, singleLaunchShared, stream>>>(params);
+        return checkLaunch(function, "linearSingleLaunchMmaKernel");
     }
-    int status = resetLinearTickets(params, batch, stream, function);
+    if (status != EDGEATTN_STATUS_SUCCESS)
+    {
+        return status;
+    }
+    status = resetLinearTickets(params, batch, stream, function);
     if (status != EDGEATTN_STATUS_SUCCESS)
     {
         return status;

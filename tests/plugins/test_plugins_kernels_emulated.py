@@ -943,12 +943,12 @@ def expected_splits(tokens, head_dim, feature_dim=None):
 def linear_first_launches(tokens, heads, batch, head_dim):
     """What the linear-attention passes may launch first (EFFATT): one fused block per (head, batch) when the head's
     tokens are one split (or, where the fused block's shared memory does not fit, the reduction of that one split),
-    else the reduction over (splits, heads, batch)."""
+    else the single launch (a persistent grid) or the reduction over (splits, heads, batch)."""
     splits = expected_splits(tokens, head_dim)
     if splits == 1:
         return [("linearFused", "grid=({},{},1)".format(heads, batch)),
                 ("linearReduce", "grid=(1,{},{})".format(heads, batch))]
-    return [("linearReduce", "grid=({},{},{})".format(splits, heads, batch))]
+    return [("linearSingleLaunch", "grid=("), ("linearReduce", "grid=({},{},{})".format(splits, heads, batch))]
 
 
 def effatt_inputs(batch, tokens, channels, dtype):
@@ -980,10 +980,11 @@ def test_efficient_attention_matches_reference(kernels, dtype, case):
 
 def test_efficient_attention_past_the_split_cap(kernels):
     """N = 65537 > 256 splits of 256 tokens: the cap of 256 splits, each of 264 tokens (257 rounded up to 8) but
-    the last, so 249 (FP32, head_dim 8: one large case)."""
+    the last, so 249 (FP32, head_dim 8: one large case; the reduction's grid shows them in the memset-and-two-kernels
+    form, taken while capturing)."""
     assert expected_splits(65537, 8) == 256
     q, k, v = effatt_inputs(1, 65537, 8, torch.float32)
-    log = run_efficient(kernels, q, k, v, 1)
+    log = run_efficient(kernels, q, k, v, 1, captured=True)
     assert "grid=(249,1,1)" in kernel_records(log)[0], log
 
 

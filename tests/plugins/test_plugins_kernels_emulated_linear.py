@@ -1,8 +1,8 @@
 """The launch structure of the linear-attention passes (EFFATT, LiteMLA ReLU / quadratic Taylor), run on the CPU by the
 CUDA emulation: the context merged by the last reduction block to arrive (a ticket counter, no combine launch), one
 fused block per (batch, head) when the head is one token split (its context kept in shared memory), the persistent
-output pass, and on the tensor-core path the single launch of several splits (a work queue of reductions then
-output chunks, with counters in the library's per-stream launch state that reset themselves).
+output pass, and the single launch of several splits on both paths (a work queue of reductions then output chunks,
+with counters in the library's per-stream launch state that reset themselves).
 
 The merge adds the splits in split order, so the output must have the same bits whichever block arrives last: each
 case runs with the blocks in index order, reversed, and in seeded pseudo-random orders (the emulator's
@@ -89,11 +89,13 @@ def test_effatt_context_merge_is_the_same_bits_in_every_block_order(kernels, cap
     label = "effatt N=1000 sm{}{}".format(*capability)
     out, log = run_in_every_order(kernels, efficient_launch(kernels, q, k, v, 2), label)
     assert expected_splits(1000, 32, 32) == 3
-    if capability >= (8, 0):  # the single launch (its own tests below)
-        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
-    else:
-        assert launch_names(log) == ["cudaMemsetAsync", "linearReduceKernel", "linearOutputKernel"], log
-        assert log[0] == "cudaMemsetAsync bytes=16" and "grid=(3,2,2)" in log[1], log  # 2 x 2 tickets
+    mma = "Mma" if capability >= (8, 0) else ""
+    assert launch_names(log) == ["linearSingleLaunch{}Kernel".format(mma)], log  # (its own tests below)
+    two_kernel, _ = run_in_every_order(kernels, efficient_launch(kernels, q, k, v, 2, captured=True), label)
+    assert torch.equal(_bits(out), _bits(two_kernel)), label  # the memset-and-two-kernels form, same bits
+    assert launch_names(kernels.launches()) == ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
+                                                "linearOutput{}Kernel".format(mma)], kernels.launches()
+    assert kernels.launches()[0] == "cudaMemsetAsync bytes=16" and "grid=(3,2,2)" in kernels.launches()[1]
     assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=2), [q, k, v], dtype,
                              label)
 
@@ -119,11 +121,8 @@ def test_lite_mla_context_merge_is_the_same_bits_in_every_block_order(kernels, c
         return status, out
 
     out, log = run_in_every_order(kernels, launch, "litemla {} orders".format(kernel))
-    if capability >= (8, 0):
-        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
-    else:
-        assert launch_names(log)[0] == "cudaMemsetAsync" and "grid=({},2,2)".format(splits) in log[1], log
-        assert len(log) == 3, log
+    mma = "Mma" if capability >= (8, 0) else ""
+    assert launch_names(log) == ["linearSingleLaunch{}Kernel".format(mma)], log
     run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)  # the reference check (both schedules)
 
 
@@ -156,15 +155,13 @@ def test_tensor_core_token_tiles_move_in_16_byte_accesses(planted_linear_kernels
 def test_one_split_heads_take_one_fused_launch(kernels, capability):
     """N = 196 (224's stage 3), 49 (stage 4) and one token short of two splits' shortest length (head_dim 32: 543):
     one block per (batch, head) reduces, keeps the context in shared memory and writes every output tile of its head
-    in a single launch, no memset; one token more (two splits) takes the single launch on the tensor-core path, the
-    tickets' memset, the reduction and the output pass on the scalar one."""
+    in a single launch, no memset; one token more (two splits) takes the single launch of the work queue."""
     kernels.set_compute_capability(*capability)
     mma = "Mma" if capability >= (8, 0) else ""
     two_splits = 2 * shortest_split(32, 32)
     assert expected_splits(two_splits - 1, 32, 32) == 1 and expected_splits(two_splits, 32, 32) == 2
     fused = ["linearFused{}Kernel".format(mma)]
-    split = (["linearSingleLaunchMmaKernel"] if capability >= (8, 0)
-             else ["cudaMemsetAsync", "linearReduceKernel", "linearOutputKernel"])
+    split = ["linearSingleLaunch{}Kernel".format(mma)]
     for tokens, expected in ((196, fused), (49, fused), (two_splits - 1, fused), (two_splits, split)):
         log = run_efficient(kernels, *effatt_inputs(3, tokens, 64, torch.float16), heads=2)
         assert launch_names(log) == expected, (tokens, log)
@@ -316,22 +313,25 @@ def test_planted_bugs_in_the_launch_structure_fail(planted_linear_kernels, bug, 
 
 
 # ---- the single launch: a work queue whose counters reset themselves --------------------------------------------
-def test_single_launch_gives_the_bits_of_the_two_kernel_passes(kernels):
-    """sm_87, several splits: EFFATT (N = 1000, 3 splits; N = 3136, 11) and LiteMLA ReLU / QT (30 x 30) run as one
-    launch of linearSingleLaunchMmaKernel, no memset, and give bit for bit what the memset-and-two-kernels form gives
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
+def test_single_launch_gives_the_bits_of_the_two_kernel_passes(kernels, capability):
+    """Several splits, both paths: EFFATT (N = 1000, 3 splits; N = 3136, 11) and LiteMLA ReLU / QT (30 x 30) run as
+    one launch of linearSingleLaunch[Mma]Kernel, no memset, and give bit for bit what the memset-and-two-kernels form gives
     (the merge order is fixed; the output tiles are the same computation). The first call on a stream allocates and
     zeroes its launch state (one memset, then never again); every call leaves the counters at zero, which the
     emulated kernel checks when its last block ends (a fault otherwise), and a second call gives the same bits."""
-    kernels.set_compute_capability(8, 7)
+    kernels.set_compute_capability(*capability)
+    mma = "Mma" if capability >= (8, 0) else ""
     for tokens, heads, batch in ((1000, 2, 2), (3136, 1, 1)):
         q, k, v = effatt_inputs(batch, tokens, 32 * heads, torch.float16)
-        stream = 0x5000 + tokens  # a stream no other call used: its first call sets up the state
+        stream = 0x5000 + 16 * tokens + capability[0]  # a stream no other call used: its first call sets the state up
         kernels.reset()
         run_efficient(kernels, q, k, v, heads=heads, stream=stream)  # sets the stream's state up, checks the result
         single = run_efficient(kernels, q, k, v, heads=heads, stream=stream)
         two_kernel = run_efficient(kernels, q, k, v, heads=heads, captured=True)
-        assert launch_names(single) == ["linearSingleLaunchMmaKernel"], single
-        assert launch_names(two_kernel) == ["cudaMemsetAsync", "linearReduceMmaKernel", "linearOutputMmaKernel"]
+        assert launch_names(single) == ["linearSingleLaunch{}Kernel".format(mma)], single
+        assert launch_names(two_kernel) == ["cudaMemsetAsync", "linearReduce{}Kernel".format(mma),
+                                            "linearOutput{}Kernel".format(mma)], two_kernel
         outputs = []
         for run in (dict(stream=stream), dict(captured=True)):
             buffers = Buffers()
@@ -342,7 +342,7 @@ def test_single_launch_gives_the_bits_of_the_two_kernel_passes(kernels):
     for kernel in ("relu", "quadratic_taylor"):
         qkv, alpha, beta, gamma = lite_mla_case_inputs(("single", kernel, 16, 2, 2, 30, 30, "group"))
         log = run_lite_mla(kernels, qkv, 16, kernel, 1e-6, alpha, beta, gamma)
-        assert launch_names(log) == ["linearSingleLaunchMmaKernel"], log
+        assert launch_names(log) == ["linearSingleLaunch{}Kernel".format(mma)], log
 
 
 def test_single_launch_sets_up_its_state_once_per_stream(kernels):
@@ -359,6 +359,11 @@ def test_single_launch_sets_up_its_state_once_per_stream(kernels):
         assert status == kernels_abi.STATUS_SUCCESS and kernels.fault() == "", kernels.fault()
         logs.append(launch_names(kernels.launches()))
     assert logs == [["cudaMemsetAsync", "linearSingleLaunchMmaKernel"], ["linearSingleLaunchMmaKernel"]], logs
+    kernels.set_compute_capability(5, 3)  # another (emulated) device: the same stream handle gets its own state
+    for expected in (["cudaMemsetAsync", "linearSingleLaunchKernel"], ["linearSingleLaunchKernel"]):
+        kernels.reset()
+        status, _ = efficient_launch(kernels, q, k, v, 1, stream=stream)(Buffers())
+        assert status == kernels_abi.STATUS_SUCCESS and launch_names(kernels.launches()) == expected
 
 
 SINGLE_LAUNCH_BUGS = [
@@ -369,17 +374,18 @@ SINGLE_LAUNCH_BUGS = [
 ]
 
 
-@pytest.mark.parametrize("bug, message", [pytest.param(bug, message, id=name)
-                                          for bug, message, name in SINGLE_LAUNCH_BUGS])
-def test_planted_bugs_in_the_single_launch_fail(planted_linear_kernels, bug, message):
+@pytest.mark.parametrize("bug, message, capability", [
+    pytest.param(bug, message, capability, id="{}-{}".format(name, capability_id))
+    for bug, message, name in SINGLE_LAUNCH_BUGS for capability, capability_id in zip(CAPABILITIES, CAPABILITY_IDS)])
+def test_planted_bugs_in_the_single_launch_fail(planted_linear_kernels, bug, message, capability):
     """Each planted bug in the single launch's counters is a device fault in the emulation (the counters are not zero
     when the launch ends, or a chunk would wait forever on a GPU); each runs on its own stream, since a planted bug
     leaves that stream's state dirty. Not covered here: an output chunk that does not wait (blocks run one after the
     other, so the context is always merged first), and the fences (GPU only)."""
     variant = planted_linear_kernels
-    variant.set_compute_capability(8, 7)
+    variant.set_compute_capability(*capability)
     q, k, v = effatt_inputs(2, 1000, 64, torch.float16)
-    stream = 0x7000 + bug
+    stream = 0x7000 + 16 * bug + capability[0]
     variant.planted_bug.value = 0
     run_efficient(variant, q, k, v, heads=2, stream=stream)
     variant.planted_bug.value = bug
