@@ -5,10 +5,9 @@ kernel paths, FP16.
 For every op: each input is read and each output written at least once (the compulsory bytes are a lower bound a
 correct kernel cannot go under), and the JSON entry's ratio is the counted sum over them. For the memory-bound ops
 (EFFATT, LiteMLA ReLU and QT), issue 33's target is asserted (a change that adds traffic or launches fails): at most
-2 kernel launches and at most 1.3x the compulsory bytes. Stage 1 (3136 tokens): the reduction finished by its last
-block, then the output pass, after a 4-byte ticket memset (measured 1.12-1.19x on the emulated AGX Orin's 16 SMs);
-stage 4 (a 7x7 map, one token split): one fused launch whose context stays in shared memory, so exactly the
-compulsory bytes. benchmarks/results/kernels_traffic.json has every stage case.
+2 kernel launches and at most 1.3x the compulsory bytes. Stage 1 (3136 tokens): the single launch of the work
+queue, reductions then output chunks (measured 1.12-1.19x on the emulated AGX Orin's 16 SMs); stage 4 (a 7x7 map,
+one token split): one fused launch whose context stays in shared memory, so exactly the compulsory bytes. benchmarks/results/kernels_traffic.json has every stage case.
 """
 import importlib.util
 import os
