@@ -1,6 +1,7 @@
 /*
  * Tensor-core path (sm_80+, FP16 I/O) of the linear-attention passes of common/linearAttention.cuh: the same math,
- * the same two launches and the same workspace, with both products on mma.sync m16n8k16 (f16 in, FP32 accumulate).
+ * the same launch forms (fused, single launch, or the two passes below) and the same workspace, with both products
+ * on mma.sync m16n8k16 (f16 in, FP32 accumulate).
  *
  *   1. linearReduceMmaKernel   grid (splits, heads, batch): per token tile, phi(K)^T [V | 1] as mma tiles. The ones
  *      column appended to V makes the token-axis sum l = sum_n phi(k_n) come out of the same products (column d),
