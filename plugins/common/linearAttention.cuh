@@ -1274,18 +1274,20 @@ __global__ void __launch_bounds__(kLinearSingleLaunchThreads, 1) linearSingleLau
 
 /*
  * Sets `params` up for a single launch over `batch` x heads problems of token tiles of `tokenTile` tokens, output
- * chunks of `tilesPerChunk` tiles: the queue, tickets and ready counts in the stream's launch state. False (params
- * unchanged, *status success) where the queue would be too long or the stream has no state now (being captured):
- * the caller's memset-and-two-kernels path; *status is an error only if the state's query failed.
+ * chunks of `tilesPerChunk` tiles, `sharedBytes` of dynamic shared memory: the queue, tickets and ready counts in the
+ * stream's launch state. False (params unchanged, *status success) where it does not apply (one split, a queue too
+ * long, no room for the claim slot) or the stream has no state now (being captured): the caller's
+ * memset-and-two-kernels path; *status is an error only if the state's query failed.
  */
 inline bool prepareLinearSingleLaunch(LinearAttentionParams& params, int batch, int tokenTile, int tilesPerChunk,
-    cudaStream_t stream, char const* function, int64_t* queueItems, int* status)
+    size_t sharedBytes, cudaStream_t stream, char const* function, int64_t* queueItems, int* status)
 {
     *status = EDGEATTN_STATUS_SUCCESS;
     int64_t const problems = static_cast<int64_t>(batch) * params.heads;
     int64_t const chunks = (ceilDiv(params.tokens, tokenTile) + tilesPerChunk - 1) / tilesPerChunk;
     *queueItems = problems * (params.splits + chunks);
-    if (params.splits <= 1 || *queueItems >= (int64_t{1} << 30))
+    // + the kernels' claim slot: static shared memory, 16 bytes as ptxas places it
+    if (params.splits <= 1 || *queueItems >= (int64_t{1} << 30) || sharedBytes + 16 > kMaxSharedBytes)
     {
         return false;
     }
@@ -1329,10 +1331,9 @@ int launchLinearAttention(LinearAttentionParams params, LinearAttentionPlan cons
     int64_t queueItems = 0;
     int status = EDGEATTN_STATUS_SUCCESS;
     if (plan.reduceThreads <= kLinearSingleLaunchThreads && plan.outputThreads == kLinearSingleLaunchThreads
-        && singleLaunchShared + 16 <= kMaxSharedBytes // + the claim slot (static, 16 bytes as ptxas places it)
         && prepareLinearSingleLaunch(params, batch, plan.outputTokenTile,
             linearOutputTilesPerBlock(plan.featurePad * plan.contextColumns, params.headDim, plan.outputTokenTile),
-            stream, function, &queueItems, &status))
+            singleLaunchShared, stream, function, &queueItems, &status))
     {
         int const blocks = persistentBlocks(linearSingleLaunchKernel<T, kMap, kTokenMajor>,
             kLinearSingleLaunchThreads, singleLaunchShared, queueItems);

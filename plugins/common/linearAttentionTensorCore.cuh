@@ -577,7 +577,7 @@ __device__ __forceinline__ void reduceSplitMma(
     {
         __syncthreads(); // the staging is no longer read: it becomes the cross-warp reduction buffer
     }
-    if (fusedContext == nullptr)
+    if (!kFused)
     {
         for (int i = threadIdx.x; i < dk; i += blockDim.x)
         {
@@ -731,7 +731,8 @@ __device__ __forceinline__ void outputTilesMma(
             float const* const contextGlobal
                 = kFused ? fusedContext : p.context + problem * roundUp4(dk) * contextColumns;
             // ld.global.cg from the workspace: the single launch's merge stored it during the launch
-            auto const contextAt = [&](int index) { return kFused ? contextGlobal[index] : __ldcg(contextGlobal + index); };
+            auto const contextAt
+                = [&](int index) { return kFused ? contextGlobal[index] : __ldcg(contextGlobal + index); };
             unsigned int* const columnMaxBits = reinterpret_cast<unsigned int*>(columnScale);
             __syncthreads(); // the previous tile is done with the context split and the column scales
             for (int j = threadIdx.x; j < valueColumns; j += blockDim.x)
@@ -1022,15 +1023,15 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionP
             <<<fusedGrid, mmaPlan.reduceThreads, fusedBytes, stream>>>(params);
         return checkLaunch(function, "linearFusedMmaKernel");
     }
+    // the output tiles read the context twice per head a block touches: its column maxima, then its split
+    int const contextReads = 2 * plan.featurePad * plan.contextColumns;
     size_t const singleLaunchShared = std::max(mmaPlan.reduceSharedBytes, mmaPlan.outputSharedBytes);
     int64_t queueItems = 0;
     int status = EDGEATTN_STATUS_SUCCESS;
-    // the output chunks' context is read twice per head: its column maxima, then its split
     if (mmaPlan.reduceThreads >= kLinearMmaOutputThreads
-        && singleLaunchShared + 16 <= kMaxSharedBytes // + the claim slot (static, 16 bytes as ptxas places it)
         && prepareLinearSingleLaunch(params, batch, kLinearMmaOutputTile,
-            linearOutputTilesPerBlock(2 * plan.featurePad * plan.contextColumns, params.headDim, kLinearMmaOutputTile),
-            stream, function, &queueItems, &status))
+            linearOutputTilesPerBlock(contextReads, params.headDim, kLinearMmaOutputTile), singleLaunchShared, stream,
+            function, &queueItems, &status))
     {
         int const blocks = persistentBlocks(linearSingleLaunchMmaKernel<kMap, kTokenMajor, kValueTiles>,
             mmaPlan.reduceThreads, singleLaunchShared, queueItems);
@@ -1057,11 +1058,9 @@ int launchLinearAttentionMmaTiles(LinearAttentionParams params, LinearAttentionP
     }
     int64_t const items
         = static_cast<int64_t>(batch) * params.heads * ceilDiv(params.tokens, kLinearMmaOutputTile);
-    // the context is read twice per head a block touches: its column maxima, then its split
     int const blocks = persistentBlocks(linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>,
         kLinearMmaOutputThreads, mmaPlan.outputSharedBytes,
-        linearOutputBlocksNeeded(items, 2 * plan.featurePad * plan.contextColumns, params.headDim,
-            kLinearMmaOutputTile));
+        linearOutputBlocksNeeded(items, contextReads, params.headDim, kLinearMmaOutputTile));
     linearOutputMmaKernel<kMap, kTokenMajor, kValueTiles>
         <<<blocks, kLinearMmaOutputThreads, mmaPlan.outputSharedBytes, stream>>>(params, items);
     return checkLaunch(function, "linearOutputMmaKernel");

@@ -897,9 +897,10 @@ def test_a_planted_fragment_layout_bug_fails_the_kernel_tests(planted_kernels, c
 CAPTURED_STREAM = 0xC0FFEE
 
 
-def run_efficient(kernels, q, k, v, heads, misaligned=False, captured=False, stream=0):
-    """EFFATT through both schedules against the reference, on `stream` (a handle; the emulator runs every stream
-    in order); `captured`: on CAPTURED_STREAM while the emulator reports a CUDA graph capture."""
+def efficient_launch(kernels, q, k, v, heads, misaligned=False, captured=False, stream=0):
+    """``launch(buffers) -> (status, output)`` of one EFFATT call on fresh buffers, on `stream` (a handle; the
+    emulator runs every stream in order); `captured`: on CAPTURED_STREAM while the emulator reports a CUDA graph
+    capture."""
     batch, tokens, channels = q.shape
     nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
 
@@ -913,6 +914,13 @@ def run_efficient(kernels, q, k, v, heads, misaligned=False, captured=False, str
         kernels.set_capturing(False)
         return status, out
 
+    return launch
+
+
+def run_efficient(kernels, q, k, v, heads, misaligned=False, captured=False, stream=0):
+    """EFFATT (efficient_launch) through both schedules against the reference."""
+    batch, tokens, channels = q.shape
+    launch = efficient_launch(kernels, q, k, v, heads, misaligned, captured, stream)
     label = "effatt B={} N={} C={} heads={} {}".format(batch, tokens, channels, heads, q.dtype)
     out, log = run_both_schedules(kernels, launch, label)
     assert_matches_reference(out, lambda q_, k_, v_: efficient_attention(q_, k_, v_, num_heads=heads), [q, k, v],

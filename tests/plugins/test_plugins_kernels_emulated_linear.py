@@ -24,8 +24,8 @@ torch = pytest.importorskip("torch")
 from edgeattn.ops.efficient_attention import efficient_attention  # noqa: E402
 from kernel_reference_check import assert_matches_reference  # noqa: E402
 from test_plugins_kernels_emulated import (  # noqa: E402,F401  (fixtures are found by name in this module)
-    CAPABILITIES, CAPABILITY_IDS, Buffers, _bits, dtype_name, effatt_inputs, emulated_kernels, emulated_library,
-    CAPTURED_STREAM, expected_splits, kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient,
+    CAPABILITIES, CAPABILITY_IDS, Buffers, _bits, effatt_inputs, emulated_kernels, emulated_library,
+    efficient_launch, expected_splits, kernels, lite_mla_case_inputs, planted_variant, ptr, run_efficient,
     run_lite_mla, shortest_split)
 from edgeattn.plugins import kernels_abi  # noqa: E402
 
@@ -59,23 +59,6 @@ def run_in_every_order(kernels, launch, label):
                 label, reverse, round_robin, seed))
     kernels.set_block_order(0)
     return first, log
-
-
-def efficient_launch(kernels, q, k, v, heads, stream=0, captured=False):
-    batch, tokens, channels = q.shape
-    nbytes = kernels.efficient_attention_workspace_size(batch, tokens, channels, heads)
-
-    def launch(buffers):
-        qb, kb, vb = (buffers.input(t) for t in (q, k, v))
-        out = buffers.output(q.shape, q.dtype)
-        kernels.set_capturing(captured)
-        status = kernels.efficient_attention(ptr(qb), ptr(kb), ptr(vb), ptr(out), batch, tokens, channels, heads,
-                                             buffers.workspace(nbytes), nbytes, dtype=dtype_name(q.dtype),
-                                             stream=CAPTURED_STREAM if captured else stream, check=False)
-        kernels.set_capturing(False)
-        return status, out
-
-    return launch
 
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=CAPABILITY_IDS)
