@@ -23,7 +23,6 @@
 #include <map>
 #include <mutex>
 #include <utility>
-#include <vector>
 
 namespace edgeattn
 {
@@ -48,7 +47,6 @@ inline int launchState(cudaStream_t stream, size_t words, unsigned int** state, 
     };
     static std::mutex mutex;
     static std::map<std::pair<int, cudaStream_t>, Entry> entries;
-    static std::vector<unsigned int*> outgrown;
 
     *state = nullptr;
     int device = 0;
@@ -89,10 +87,7 @@ inline int launchState(cudaStream_t stream, size_t words, unsigned int** state, 
         cudaGetLastError();
         return EDGEATTN_STATUS_SUCCESS;
     }
-    if (found != entries.end())
-    {
-        outgrown.push_back(found->second.memory);
-    }
+    // an outgrown entry's memory is dropped, not freed: launches queued on the stream may still use it
     entries[key] = Entry{static_cast<unsigned int*>(memory), allocated};
     *state = static_cast<unsigned int*>(memory);
     return EDGEATTN_STATUS_SUCCESS;

@@ -990,7 +990,8 @@ __global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, kLinearMmaReduceMi
  * and are zero again when the launch ends.
  */
 template <FeatureMap kMap, bool kTokenMajor, int kValueTiles>
-__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, 1) linearSingleLaunchMmaKernel(LinearAttentionParams const p)
+__global__ void __launch_bounds__(kLinearMmaMaxReduceThreads, 1)
+    linearSingleLaunchMmaKernel(LinearAttentionParams const p)
 {
 #if EDGEATTN_MMA_AVAILABLE
     __shared__ unsigned int claimSlot[1];

@@ -179,8 +179,8 @@ def cuobjdump(nvcc):
 TENSOR_CORE_SASS = re.compile(r"\b(HMMA|LDSM)\b")
 #: the tensor-core kernels of EFFATT / LiteMLA (common/linearAttentionTensorCore.cuh) and SOFT
 LINEAR_AND_SOFT_MMA_KERNELS = ("linearReduceMmaKernel", "linearOutputMmaKernel", "linearFusedMmaKernel",
-                               "linearSingleLaunchMmaKernel", "softNewtonMmaKernel", "softPass1MmaKernel", "softPass2MmaKernel",
-                               "softNewtonGemmMmaKernel")
+                               "linearSingleLaunchMmaKernel", "softNewtonMmaKernel", "softPass1MmaKernel",
+                               "softPass2MmaKernel", "softNewtonGemmMmaKernel")
 
 
 def test_sass_has_tensor_core_instructions_on_sm87_and_sm90_only(kernels_build, cuobjdump):

@@ -7,7 +7,8 @@ correct kernel cannot go under), and the JSON entry's ratio is the counted sum o
 (EFFATT, LiteMLA ReLU and QT), issue 33's target is asserted (a change that adds traffic or launches fails): at most
 2 kernel launches and at most 1.3x the compulsory bytes. Stage 1 (3136 tokens): the single launch of the work
 queue, reductions then output chunks (measured 1.12-1.19x on the emulated AGX Orin's 16 SMs); stage 4 (a 7x7 map,
-one token split): one fused launch whose context stays in shared memory, so exactly the compulsory bytes. benchmarks/results/kernels_traffic.json has every stage case.
+one token split): one fused launch whose context stays in shared memory, so exactly the compulsory bytes.
+benchmarks/results/kernels_traffic.json has every stage case.
 """
 import importlib.util
 import os
