@@ -550,8 +550,8 @@ __device__ void combineSplits(LinearAttentionParams const& p, int batch, int hea
  * order), so no combine launch sits between the reduction and the output pass. Every thread fences its partial
  * stores before thread 0 takes the ticket (release), and the last block fences again before it reads the other
  * blocks' partials (acquire), the pattern of the CUDA programming guide's __threadfence() example. `shared`: the
- * block's dynamic shared memory (`sharedFloats` >= 2 dk + 4 floats), no longer read by the caller. With one split the block is
- * the last without a ticket (the launcher then leaves the tickets unset).
+ * block's dynamic shared memory (`sharedFloats` >= 2 dk + 4 floats), no longer read by the caller. With one split
+ * the block is the last without a ticket (the launcher then leaves the tickets unset).
  */
 template <FeatureMap kMap>
 __device__ void finishReduction(LinearAttentionParams const& p, int batch, int head, float* shared, int sharedFloats)
@@ -969,8 +969,8 @@ __global__ void __launch_bounds__(1024) linearReduceKernel(LinearAttentionParams
 
 /*
  * Output tiles `first` .. `end` - 1 of the whole launch (tile t: token tile t % tiles of problem t / tiles, problem =
- * batch * heads + head), in order: the context is staged once per problem the range touches, from the workspace or
- * (kFused) from the fused block's `fusedContext` in shared memory.
+ * batch * heads + head), in order: the context is staged from the workspace once per problem the range touches, or
+ * (kFused) read in place from the fused block's `fusedContext` in shared memory.
  */
 template <typename T, FeatureMap kMap, bool kTokenMajor, bool kWide, bool kFused = false>
 __device__ __forceinline__ void outputTiles(
@@ -984,8 +984,10 @@ __device__ __forceinline__ void outputTiles(
     int const contextColumns = roundUp4(d + 1);
     int const tokenTile = p.outputTokenTile;
     float* const phiT = shared;                                         // [featurePad][tokenTile]
-    float* const context = phiT + featurePad * tokenTile;               // [featurePad][contextColumns]
-    float* const staged = context + featurePad * contextColumns;        // [tokenTile][valuePad]
+    float* const stagedContext = phiT + featurePad * tokenTile;         // [featurePad][contextColumns]
+    float* const staged = stagedContext + featurePad * contextColumns;  // [tokenTile][valuePad]
+    // the fused block reads its context where its reduction left it (shared memory already): no staging
+    float const* const context = kFused ? fusedContext : stagedContext;
 
     int const tilesPerProblem = ceilDiv(p.tokens, tokenTile);
 
@@ -1005,14 +1007,13 @@ __device__ __forceinline__ void outputTiles(
     QtCoefficients const qt = qtCoefficients<kMap>(p, head);
 
     __syncthreads(); // the previous tile's staged output has been stored
-    if (item == first || tileBegin == 0) // a new problem (uniform across the block)
+    if (!kFused && (item == first || tileBegin == 0)) // a new problem (uniform across the block)
     {
-        float const* const contextSource
-            = kFused ? fusedContext : p.context + problem * featurePad * contextColumns;
+        float const* const contextGlobal = p.context + problem * featurePad * contextColumns;
         for (int index = threadIdx.x; index < featurePad * contextColumns; index += blockDim.x)
         {
-            // ld.global.cg from the workspace: the single launch's merge stored it during the launch
-            context[index] = kFused ? contextSource[index] : __ldcg(contextSource + index);
+            // ld.global.cg: the single launch's merge stored it during the launch
+            stagedContext[index] = __ldcg(contextGlobal + index);
         }
     }
     T const* const queries[1] = {qPtr};

@@ -226,8 +226,10 @@ PLANTED_LINEAR_BUGS = (
      "            row[j] = edgeattn_planted_bug == 9 ? row[j] : row[j] / row[d];\n"),
     # 10: the fused block's output phase stages the context from the workspace (never written by the fused launch)
     # instead of its own shared memory
-    ("common/linearAttention.cuh", "            = kFused ? fusedContext : p.context",
-     "            = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
+    ("common/linearAttention.cuh", "    float const* const context = kFused ? fusedContext : stagedContext;",
+     "    float const* const context = kFused && edgeattn_planted_bug != 10 ? fusedContext : stagedContext;"),
+    ("common/linearAttention.cuh", "    if (!kFused && (item == first || tileBegin == 0))",
+     "    if ((!kFused || edgeattn_planted_bug == 10) && (item == first || tileBegin == 0))"),
     ("common/linearAttentionTensorCore.cuh", "                = kFused ? fusedContext : p.context",
      "                = kFused && edgeattn_planted_bug != 10 ? fusedContext : p.context"),
     # 11: the single launch's queue does not wrap back to 0 with its last claim
@@ -246,8 +248,8 @@ PLANTED_LINEAR_BUGS = (
      "                ? atomicAdd(p.tickets + static_cast<int64_t>(batch) * p.heads + head, 1U)\n"
      "                : atomicInc(p.tickets + static_cast<int64_t>(batch) * p.heads + head, last);"),
     # 4: a persistent block keeps the context of its first problem
-    ("common/linearAttention.cuh", "    if (item == first || tileBegin == 0) // a new problem",
-     "    if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
+    ("common/linearAttention.cuh", "(item == first || tileBegin == 0)) // a new problem",
+     "(item == first || (tileBegin == 0 && edgeattn_planted_bug != 4))) // a new problem"),
     ("common/linearAttentionTensorCore.cuh", "        if (item == first || tileBegin == 0) // a new problem",
      "        if (item == first || (tileBegin == 0 && edgeattn_planted_bug != 4)) // a new problem"),
 )
